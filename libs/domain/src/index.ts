@@ -6,3 +6,4 @@ export * from './vm/vm.state-machine';
 export * from './job/job.events';
 export * from './job/job.state-machine';
 export * from './job/job-of-request';
+export * from './events/registry';

@@ -2,7 +2,7 @@
  * Events are facts in the past tense, versioned by `version`. A released (type, version) is never
  * edited: a new shape gets a new version and an upcaster from the old one (see upcasters.ts).
  */
-export interface DomainEvent<TType extends string = string, TData = Record<string, unknown>> {
+export interface DomainEvent<TType extends string = string, TData extends object = object> {
   type: TType;
   version: number;
   data: TData;

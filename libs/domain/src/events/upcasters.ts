@@ -19,12 +19,17 @@ export class UpcasterRegistry {
     return this;
   }
 
+  knows(type: string): boolean {
+    return this.currentVersions[type] !== undefined;
+  }
+
   /** Returns the event at its current version, or throws when a step of the chain is missing. */
   upcast(event: DomainEvent): DomainEvent {
     const target = this.currentVersions[event.type];
     if (target === undefined) throw new Error(`unknown event type ${event.type}`);
     if (event.version > target) throw new Error(`${event.type} v${event.version} is newer than this release (v${target})`);
-    let { version, data } = event;
+    let version = event.version;
+    let data = event.data as Record<string, unknown>;
     while (version < target) {
       const step = this.chains.get(event.type)?.get(version);
       if (!step) throw new Error(`no upcaster for ${event.type} v${version}`);

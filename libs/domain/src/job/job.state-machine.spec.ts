@@ -11,8 +11,8 @@ function apply(state: JobState | null, events: JobEvent[]): JobState | null {
   return events.reduce<JobState | null>((s, e) => evolveJob(s, e, AT), state);
 }
 
-const request: VmRequestEvent = { type: 'VmStopRequested', version: 1, data: { job_id: 'j1', force: true } };
-const queued = () => apply(null, [jobQueuedFor(request, 'p1', 'vm-1', { trace_id: 't', actor: 'alice' })])!;
+const request: VmRequestEvent = { type: 'VmStopRequested', version: 1, data: { job_id: 'j1', project_id: 'p1', force: true } };
+const queued = () => apply(null, [jobQueuedFor(request, 'vm-1', { trace_id: 't', actor: 'alice' })])!;
 
 function expectConflict(fn: () => unknown) {
   expect(fn).toThrow(HcpError);

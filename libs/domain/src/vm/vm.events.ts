@@ -45,13 +45,13 @@ export type VmProvisioned = DomainEvent<
   'VmProvisioned',
   { job_id: string; power_state: 'running' | 'stopped'; addresses: VmAddress[]; provider_ref: Record<string, unknown> }
 >;
-export type VmStartRequested = DomainEvent<'VmStartRequested', { job_id: string }>;
+export type VmStartRequested = DomainEvent<'VmStartRequested', { job_id: string; project_id: string }>;
 export type VmStarted = DomainEvent<'VmStarted', { job_id: string; addresses: VmAddress[] }>;
-export type VmStopRequested = DomainEvent<'VmStopRequested', { job_id: string; force: boolean }>;
+export type VmStopRequested = DomainEvent<'VmStopRequested', { job_id: string; project_id: string; force: boolean }>;
 export type VmStopped = DomainEvent<'VmStopped', { job_id: string }>;
-export type VmRebootRequested = DomainEvent<'VmRebootRequested', { job_id: string; force: boolean }>;
+export type VmRebootRequested = DomainEvent<'VmRebootRequested', { job_id: string; project_id: string; force: boolean }>;
 export type VmRebooted = DomainEvent<'VmRebooted', { job_id: string; addresses: VmAddress[] }>;
-export type VmDeleteRequested = DomainEvent<'VmDeleteRequested', { job_id: string }>;
+export type VmDeleteRequested = DomainEvent<'VmDeleteRequested', { job_id: string; project_id: string }>;
 export type VmDeleted = DomainEvent<'VmDeleted', { job_id: string }>;
 /** The job behind an operation failed for good; the VM settles in `status_after`. */
 export type VmOperationFailed = DomainEvent<
@@ -95,7 +95,7 @@ export const VM_EVENT_VERSIONS: Record<VmEventType, number> = {
   VmLabelsUpdated: 1,
 };
 
-/** Events that ask for provider work; each carries the id of the job that will do it. */
+/** Events that ask for provider work; each carries its project and the id of the job that will do it. */
 export const VM_REQUEST_EVENTS = [
   'VmCreateRequested',
   'VmStartRequested',

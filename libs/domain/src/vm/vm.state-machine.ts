@@ -175,13 +175,13 @@ export function decideVm(state: VmState | null, command: VmCommand): VmEvent[] {
   assertAllowed(state, command.type);
   switch (command.type) {
     case 'start':
-      return [vmEvent('VmStartRequested', { job_id: command.job_id })];
+      return [vmEvent('VmStartRequested', { job_id: command.job_id, project_id: state.project_id })];
     case 'stop':
-      return [vmEvent('VmStopRequested', { job_id: command.job_id, force: command.force })];
+      return [vmEvent('VmStopRequested', { job_id: command.job_id, project_id: state.project_id, force: command.force })];
     case 'reboot':
-      return [vmEvent('VmRebootRequested', { job_id: command.job_id, force: command.force })];
+      return [vmEvent('VmRebootRequested', { job_id: command.job_id, project_id: state.project_id, force: command.force })];
     case 'delete':
-      return [vmEvent('VmDeleteRequested', { job_id: command.job_id })];
+      return [vmEvent('VmDeleteRequested', { job_id: command.job_id, project_id: state.project_id })];
   }
 }
 

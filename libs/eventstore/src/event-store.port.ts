@@ -1,0 +1,100 @@
+/**
+ * The event store port. HCP's write side and every subscription go through this interface only; the
+ * adapters (PostgreSQL, EventStoreDB) pass one contract suite (test/integration/eventstore).
+ */
+
+/** An event about to be written. `id` makes retried appends recognisable (EventStoreDB de-duplicates on it). */
+export interface NewEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata?: EventMetadata;
+}
+
+export interface EventMetadata {
+  /** Version of the event's schema; upcasters lift older versions when read. */
+  schema_version?: number;
+  trace_id?: string;
+  actor?: string;
+  [key: string]: unknown;
+}
+
+export interface RecordedEvent {
+  id: string;
+  streamId: string;
+  type: string;
+  /** 0-based revision of this event inside its stream. */
+  revision: bigint;
+  /** Position in the global order of all events; strictly increasing in subscription order. */
+  position: bigint;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+  recordedAt: Date;
+}
+
+/**
+ * What the writer expects the stream to be before the append.
+ * - `no_stream`: the stream must not exist yet;
+ * - `any`: no check;
+ * - a bigint: the revision of the last event in the stream (0-based).
+ */
+export type ExpectedRevision = 'no_stream' | 'any' | bigint;
+
+export interface AppendResult {
+  /** Revision of the last appended event. */
+  nextExpectedRevision: bigint;
+  /** Global position of the last appended event. */
+  position: bigint;
+}
+
+export interface ReadStreamOptions {
+  /** First revision to read (inclusive); default 0. */
+  fromRevision?: bigint;
+  maxCount?: number;
+}
+
+export interface SubscribeOptions {
+  /** Deliver events strictly after this position; `undefined` (or 'start') means from the beginning. */
+  fromPosition?: bigint | 'start';
+  /** Optional prefix filter on stream ids (e.g. 'vm-'); omitted means all user streams. */
+  streamPrefixes?: string[];
+  /** Called when the subscription fails for good (after the adapter's own reconnects). */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * A running subscription. The handler is awaited before the next event is delivered (back-pressure),
+ * so a handler that writes a checkpoint with its rows sees events exactly in position order.
+ */
+export interface Subscription {
+  stop(): Promise<void>;
+}
+
+export type EventHandler = (event: RecordedEvent) => Promise<void>;
+
+export interface EventStore {
+  /** Appends atomically; throws WrongExpectedRevisionError when `expected` does not hold. */
+  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /** Reads a stream in revision order; an absent stream reads as []. */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** Reads all user events after `fromPosition` in global order, at most `maxCount` (a catch-up page). */
+  readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]>;
+  /** Catch-up then live subscription to all user events. Never skips a committed event. */
+  subscribeToAll(handler: EventHandler, options?: SubscribeOptions): Subscription;
+  /** Position of the last event in the store ('start' position is -1n). */
+  headPosition(): Promise<bigint>;
+  close(): Promise<void>;
+}
+
+export class WrongExpectedRevisionError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+export const START_POSITION = -1n;

@@ -1,0 +1,121 @@
+import type { Notification, Pool, PoolClient } from 'pg';
+
+const FIRST_RECONNECT_DELAY_MS = 100;
+const MAX_RECONNECT_DELAY_MS = 5_000;
+
+/**
+ * One LISTEN connection per store, shared by all of its subscriptions so that N projections cost one
+ * pooled connection, not N. It is only a wake-up hint: subscriptions also poll, so while the connection
+ * is down (and being re-established with backoff) events are still delivered, just later.
+ */
+export class NotificationListener {
+  private readonly wakers = new Set<() => void>();
+  private client: PoolClient | undefined;
+  private connecting: Promise<void> | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private reconnectDelayMs = FIRST_RECONNECT_DELAY_MS;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly channel: string,
+  ) {}
+
+  /** Registers a wake-up callback. Resolves once LISTEN is in place, or once the first attempt failed. */
+  async add(wake: () => void): Promise<void> {
+    this.wakers.add(wake);
+    if (!this.client && !this.connecting && !this.reconnectTimer) this.connecting = this.connect();
+    await this.connecting;
+  }
+
+  /** Unregisters a callback; the last one out gives the connection back to the pool. */
+  async remove(wake: () => void): Promise<void> {
+    this.wakers.delete(wake);
+    if (this.wakers.size > 0) return;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    await this.connecting;
+    // Someone may have subscribed while we waited; connect() itself releases a connection nobody wants.
+    if (this.wakers.size > 0) return;
+    const client = this.client;
+    this.client = undefined;
+    if (client) await this.release(client);
+  }
+
+  private async connect(): Promise<void> {
+    let client: PoolClient | undefined;
+    try {
+      client = await this.pool.connect();
+      client.on('notification', this.onNotification);
+      client.on('error', this.onConnectionLost);
+      client.on('end', this.onConnectionLost);
+      await client.query(`LISTEN "${this.channel}"`);
+    } catch {
+      if (client) this.destroy(client);
+      this.connecting = undefined;
+      this.scheduleReconnect();
+      return;
+    }
+    this.connecting = undefined;
+    if (this.wakers.size === 0) {
+      await this.release(client);
+      return;
+    }
+    this.client = client;
+    this.reconnectDelayMs = FIRST_RECONNECT_DELAY_MS;
+    // Notifications sent while we were not listening are gone; let every subscription look for itself.
+    this.wakeAll();
+  }
+
+  private readonly onNotification = (msg: Notification): void => {
+    if (msg.channel === this.channel) this.wakeAll();
+  };
+
+  private readonly onConnectionLost = (): void => {
+    const client = this.client;
+    if (!client) return;
+    this.client = undefined;
+    this.destroy(client);
+    this.scheduleReconnect();
+  };
+
+  private scheduleReconnect(): void {
+    if (this.wakers.size === 0 || this.reconnectTimer) return;
+    const delay = this.reconnectDelayMs;
+    this.reconnectDelayMs = Math.min(delay * 2, MAX_RECONNECT_DELAY_MS);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.wakers.size > 0 && !this.client && !this.connecting) this.connecting = this.connect();
+    }, delay);
+  }
+
+  private async release(client: PoolClient): Promise<void> {
+    try {
+      // A pooled connection that still LISTENs would receive our notifications for whoever borrows it next.
+      await client.query(`UNLISTEN "${this.channel}"`);
+    } catch {
+      this.destroy(client);
+      return;
+    }
+    this.detach(client);
+    client.release();
+  }
+
+  private destroy(client: PoolClient): void {
+    this.detach(client);
+    // A dying connection may still emit 'error'; unhandled, that would crash the process.
+    client.on('error', ignore);
+    client.release(true);
+  }
+
+  private detach(client: PoolClient): void {
+    client.off('notification', this.onNotification);
+    client.off('error', this.onConnectionLost);
+    client.off('end', this.onConnectionLost);
+  }
+
+  private wakeAll(): void {
+    for (const wake of this.wakers) wake();
+  }
+}
+
+function ignore(): void {}

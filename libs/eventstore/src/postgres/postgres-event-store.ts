@@ -1,0 +1,370 @@
+import type { Pool, PoolClient } from 'pg';
+import {
+  START_POSITION,
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventHandler,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from '../event-store.port';
+import { NotificationListener } from './notification-listener';
+import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
+import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
+
+export {
+  dropPostgresEventStoreSchema,
+  installPostgresEventStoreSchema,
+  type SqlRunner,
+} from './postgres-event-store.schema';
+
+export interface PostgresEventStoreOptions {
+  /** Owned by the caller: close() leaves it open. */
+  pool: Pool;
+  /** Schema holding `hcp_events` (see installPostgresEventStoreSchema); default `public`. */
+  schema?: string;
+  /** Fallback poll for subscriptions when a NOTIFY is missed; default 500 ms. */
+  pollIntervalMs?: number;
+  /** How long a subscription retries failing reads before it gives up and calls onError; default 30 s. */
+  subscriptionRetryMs?: number;
+}
+
+const PAGE_SIZE = 500;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UNIQUE_VIOLATION = '23505';
+
+/*
+ * Every bigint column is selected as text: pg returns int8 as a string by default, but a process-wide
+ * type parser (pg.types) could turn it into a lossy number, and these values must stay exact.
+ */
+const EVENT_COLUMNS = `position::text AS position, stream_id, revision::text AS revision, event_id::text AS event_id,
+  type, data, metadata, recorded_at`;
+
+/** Readers stay strictly below the oldest transaction still in flight anywhere in the cluster. */
+const safeToRead = (alias: string): string => `${alias}.tx_id IS NOT NULL`;
+
+interface EventRow {
+  position: string;
+  stream_id: string;
+  revision: string;
+  event_id: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+  recorded_at: Date;
+}
+
+interface PageRow extends Omit<EventRow, 'position' | 'data' | 'metadata'> {
+  head: string | null;
+  position: string | null;
+  matches: boolean | null;
+  data: Record<string, unknown> | null;
+  metadata: EventMetadata | null;
+}
+
+interface StreamState {
+  /** No transaction id assigned yet: the ordering argument in append() depends on it. */
+  fresh: boolean;
+  revision: string | null;
+  position: string | null;
+  /** Already stored events that carry one of the ids being appended. */
+  existing: { id: string; stream: string; revision: string; position: string }[];
+}
+
+/**
+ * The embedded event store: one table, `hcp_events`, ordered by an identity `position`.
+ *
+ * Subscriptions must never skip an event whose transaction commits after a later position became
+ * visible. Two things together guarantee it:
+ * - readers only return rows whose writer's transaction id is below the snapshot's xmin, so every row
+ *   they can see belongs to a finished transaction, and no unfinished transaction has a smaller id;
+ * - appends assign their transaction id and draw their positions inside one short, store-wide critical
+ *   section (a session advisory lock held for the INSERT only, not until COMMIT), so that transaction id
+ *   order and position order agree. Without it, a writer could get an older id, be overtaken, draw a
+ *   larger position and commit first while the younger writer with the smaller position is still open:
+ *   its rows would pass the xmin test while the smaller position is still invisible.
+ * Commits still run concurrently; only position allocation is serialised.
+ */
+export class PostgresEventStore implements EventStore {
+  private readonly pool: Pool;
+  private readonly names: EventStoreNames;
+  private readonly pollIntervalMs: number;
+  private readonly subscriptionRetryMs: number;
+  private readonly listener: NotificationListener;
+  private readonly subscriptions = new Set<PostgresSubscription>();
+
+  constructor(options: PostgresEventStoreOptions) {
+    this.pool = options.pool;
+    this.names = eventStoreNames(options.schema ?? 'public');
+    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.subscriptionRetryMs = options.subscriptionRetryMs ?? 30_000;
+    this.listener = new NotificationListener(this.pool, this.names.channel);
+  }
+
+  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    assertAppendable(events);
+    const client = await this.pool.connect();
+    const allocation = { locked: false };
+    let broken: Error | undefined;
+    try {
+      return await this.appendInTransaction(client, allocation, streamId, events, expected);
+    } catch (err) {
+      broken = await this.abort(client, allocation.locked);
+      if (isUniqueViolation(err)) {
+        // Only a concurrent writer outside this store's locking, or an event id already used in another
+        // stream, gets here; either way the caller's view of the stream is stale.
+        throw new WrongExpectedRevisionError(streamId, expected, await this.currentRevision(streamId));
+      }
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM ${this.names.table}
+       WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision LIMIT $3`,
+      [streamId, (options.fromRevision ?? 0n).toString(), options.maxCount ?? null],
+    );
+    return rows.map(toRecordedEvent);
+  }
+
+  async readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]> {
+    const after = fromPosition === 'start' ? START_POSITION : fromPosition;
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
+       WHERE e.position > $1::bigint AND ${safeToRead('e')} ORDER BY e.position LIMIT $2`,
+      [after.toString(), maxCount],
+    );
+    return rows.map(toRecordedEvent);
+  }
+
+  subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    const from = options.fromPosition === undefined || options.fromPosition === 'start' ? START_POSITION : options.fromPosition;
+    // An empty list is read like an omitted one (all streams) rather than as "nothing".
+    const prefixes = options.streamPrefixes?.length ? options.streamPrefixes : null;
+    const subscription = new PostgresSubscription({
+      readPage: (after) => this.readSubscriptionPage(after, prefixes),
+      listener: this.listener,
+      handler,
+      from,
+      pollIntervalMs: this.pollIntervalMs,
+      retryBudgetMs: this.subscriptionRetryMs,
+      onError: options.onError,
+      onEnded: (ended) => this.subscriptions.delete(ended),
+    });
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async headPosition(): Promise<bigint> {
+    const { rows } = await this.pool.query<{ head: string }>(
+      `SELECT coalesce(max(position), -1)::text AS head FROM ${this.names.table}`,
+    );
+    return BigInt(rows[0]!.head);
+  }
+
+  /** Stops every subscription of this store; the pool belongs to the caller and stays open. */
+  async close(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+  }
+
+  private async appendInTransaction(
+    client: PoolClient,
+    allocation: { locked: boolean },
+    streamId: string,
+    events: NewEvent[],
+    expected: ExpectedRevision,
+  ): Promise<AppendResult> {
+    const { table, streamLockKey, allocationLockKey, channel } = this.names;
+    await client.query('BEGIN');
+    // Appenders to one stream take turns, so the revision read below is still true at INSERT time.
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [streamLockKey(streamId)]);
+    const state = await this.readStreamState(client, streamId, events);
+    if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
+
+    const actual = state.revision === null ? 'no_stream' : BigInt(state.revision);
+    if (state.existing.length > 0) {
+      const original = retriedAppend(streamId, events, expected, state.existing);
+      if (!original) throw new WrongExpectedRevisionError(streamId, expected, actual);
+      await client.query('ROLLBACK');
+      return original;
+    }
+    if (!expectationHolds(expected, actual)) throw new WrongExpectedRevisionError(streamId, expected, actual);
+    if (events.length === 0) {
+      await client.query('ROLLBACK');
+      return { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: BigInt(state.position ?? -1) };
+    }
+
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [allocationLockKey]);
+    allocation.locked = true;
+    const { rows } = await client.query<{ position: string; revision: string }>(
+      // The unlock sits after the aggregate over every inserted row, so it runs once the INSERT is done.
+      `WITH appended AS (
+         INSERT INTO ${table} (stream_id, revision, event_id, type, data, metadata)
+         SELECT $1, $2::bigint + e.ord - 1, (e.event->>'id')::uuid, e.event->>'type', e.event->'data', e.event->'metadata'
+         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(event, ord)
+         ORDER BY e.ord
+         RETURNING position, revision
+       )
+       SELECT max(position)::text AS position, max(revision)::text AS revision,
+              pg_advisory_unlock(hashtextextended($4, 0)) AS unlocked,
+              pg_notify($5, '') AS notified
+       FROM appended`,
+      [
+        streamId,
+        (actual === 'no_stream' ? 0n : actual + 1n).toString(),
+        JSON.stringify(events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} }))),
+        allocationLockKey,
+        channel,
+      ],
+    );
+    allocation.locked = false;
+    await client.query('COMMIT');
+    const row = rows[0]!;
+    return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
+  }
+
+  private async readStreamState(client: PoolClient, streamId: string, events: NewEvent[]): Promise<StreamState> {
+    const { table } = this.names;
+    const { rows } = await client.query<StreamState>(
+      `SELECT pg_current_xact_id_if_assigned() IS NULL AS fresh,
+              last.revision::text AS revision, last.position::text AS position,
+              (SELECT coalesce(json_agg(json_build_object(
+                        'id', x.event_id, 'stream', x.stream_id, 'revision', x.revision::text, 'position', x.position::text)
+                      ORDER BY x.position), '[]'::json)
+                 FROM ${table} x WHERE x.event_id = ANY($2::uuid[])) AS existing
+       FROM (SELECT 1) AS one
+       LEFT JOIN LATERAL (
+         SELECT revision, position FROM ${table} WHERE stream_id = $1 ORDER BY revision DESC LIMIT 1
+       ) AS last ON true`,
+      [streamId, events.map((e) => e.id)],
+    );
+    return rows[0]!;
+  }
+
+  /** Rolls back and frees the allocation lock; returns an error when the connection must not be reused. */
+  private async abort(client: PoolClient, allocationLocked: boolean): Promise<Error | undefined> {
+    try {
+      await client.query('ROLLBACK');
+      // Session locks survive a rollback; leaving it would stall every appender of this store.
+      if (allocationLocked) {
+        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [this.names.allocationLockKey]);
+      }
+      return undefined;
+    } catch (err) {
+      // Destroying the connection also ends its session and with it any lock it still holds.
+      return err instanceof Error ? err : new Error(String(err));
+    }
+  }
+
+  private async currentRevision(streamId: string): Promise<bigint | 'no_stream'> {
+    const { rows } = await this.pool.query<{ revision: string | null }>(
+      `SELECT max(revision)::text AS revision FROM ${this.names.table} WHERE stream_id = $1`,
+      [streamId],
+    );
+    const revision = rows[0]?.revision ?? null;
+    return revision === null ? 'no_stream' : BigInt(revision);
+  }
+
+  private async readSubscriptionPage(after: bigint, prefixes: string[] | null): Promise<SubscriptionPage> {
+    const { table } = this.names;
+    // One statement, one snapshot: the head and the page agree, so "head beyond the page" really means
+    // committed rows that are not safe to read yet. Filtered-out rows come back without their payload so
+    // the cursor can move past them.
+    const { rows } = await this.pool.query<PageRow>(
+      `SELECT head.max_position::text AS head,
+              s.position::text AS position, s.stream_id, s.revision::text AS revision, s.event_id::text AS event_id,
+              s.type, s.recorded_at, s.matches,
+              CASE WHEN s.matches THEN s.data END AS data,
+              CASE WHEN s.matches THEN s.metadata END AS metadata
+       FROM (SELECT max(position) AS max_position FROM ${table}) AS head
+       LEFT JOIN LATERAL (
+         SELECT e.position, e.stream_id, e.revision, e.event_id, e.type, e.data, e.metadata, e.recorded_at,
+                ($3::text[] IS NULL OR EXISTS (
+                  SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE starts_with(e.stream_id, p.prefix))) AS matches
+         FROM ${table} e
+         WHERE e.position > $1::bigint AND ${safeToRead('e')}
+         ORDER BY e.position
+         LIMIT $2
+       ) AS s ON true
+       ORDER BY s.position`,
+      [after.toString(), PAGE_SIZE, prefixes],
+    );
+    const scanned = rows.filter((row): row is PageRow & { position: string } => row.position !== null);
+    const last = scanned.at(-1);
+    const scannedTo = last ? BigInt(last.position) : undefined;
+    const head = rows[0]?.head == null ? START_POSITION : BigInt(rows[0].head);
+    const full = scanned.length === PAGE_SIZE;
+    return {
+      events: scanned
+        .filter((row) => row.matches)
+        .map((row) => toRecordedEvent({ ...row, data: row.data ?? {}, metadata: row.metadata ?? {} })),
+      scannedTo,
+      full,
+      blocked: !full && head > (scannedTo ?? after),
+    };
+  }
+}
+
+function assertAppendable(events: NewEvent[]): void {
+  const seen = new Set<string>();
+  for (const event of events) {
+    if (!UUID.test(event.id)) throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID`);
+    const id = event.id.toLowerCase();
+    if (seen.has(id)) throw new TypeError(`event id ${id} appears twice in one append`);
+    seen.add(id);
+  }
+}
+
+function expectationHolds(expected: ExpectedRevision, actual: bigint | 'no_stream'): boolean {
+  if (expected === 'any') return true;
+  return expected === actual;
+}
+
+/**
+ * Recognises a retried append: the same ids, already stored in this stream, consecutively and in the same
+ * order, at the place the expectation pointed to. As with EventStoreDB, the original result is returned.
+ */
+function retriedAppend(
+  streamId: string,
+  events: NewEvent[],
+  expected: ExpectedRevision,
+  existing: StreamState['existing'],
+): AppendResult | undefined {
+  if (existing.length !== events.length) return undefined;
+  const first = BigInt(existing[0]!.revision);
+  const sameEvents = existing.every(
+    (stored, i) =>
+      stored.stream === streamId &&
+      stored.id === events[i]!.id.toLowerCase() &&
+      BigInt(stored.revision) === first + BigInt(i),
+  );
+  const expectedFirst = expected === 'no_stream' ? 0n : expected === 'any' ? first : expected + 1n;
+  if (!sameEvents || first !== expectedFirst) return undefined;
+  const last = existing.at(-1)!;
+  return { nextExpectedRevision: BigInt(last.revision), position: BigInt(last.position) };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
+}
+
+function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    streamId: row.stream_id,
+    type: row.type,
+    revision: BigInt(row.revision),
+    position: BigInt(row.position),
+    data: row.data,
+    metadata: row.metadata,
+    recordedAt: row.recorded_at,
+  };
+}

@@ -1,0 +1,278 @@
+/**
+ * The simulator: a ProviderDriver whose "hypervisor" is a table in PostgreSQL. It is the provider
+ * of the embedded default and the one benchmarks and tests drive, so it behaves like a real one
+ * where it matters to HCP: operations take time, honour the job's deadline and abort signal, can
+ * fail on demand, and a create interrupted half-way is found and finished by the next attempt.
+ */
+import { createHash } from 'node:crypto';
+import { HcpError, conflict, notFound } from '@hcp/domain';
+import type {
+  CallContext,
+  Capabilities,
+  ConsoleTicket,
+  ConsoleType,
+  CreateVmSpec,
+  ProviderDriver,
+  VmAddress,
+  VmDescription,
+} from '../spi/provider-driver';
+import { SimulatorFaults, spendWithinCall, throwIfCallOver, type SimulatorOperation } from './simulator-faults';
+import type { SimulatorState, SimulatorVm } from './simulator-state';
+
+/** Step durations in milliseconds, before `scale` and `jitter` are applied. */
+export interface SimulatorLatency {
+  /** Multiplies every step; 0 removes latency entirely (benchmarks, fast tests). */
+  scale: number;
+  /** Each step varies uniformly by ±jitter of its duration (0.1 = ±10%); 0 makes timings exact. */
+  jitter: number;
+  cloneMs: number;
+  configureMs: number;
+  bootMs: number;
+  startMs: number;
+  stopGracefulMs: number;
+  stopForceMs: number;
+  rebootMs: number;
+  rebootForceMs: number;
+  deleteMs: number;
+  describeMs: number;
+}
+
+export const DEFAULT_SIMULATOR_LATENCY: Readonly<SimulatorLatency> = Object.freeze({
+  scale: 1,
+  jitter: 0.1,
+  cloneMs: 1500,
+  configureMs: 300,
+  bootMs: 800,
+  startMs: 800,
+  stopGracefulMs: 1000,
+  stopForceMs: 200,
+  rebootMs: 1200,
+  rebootForceMs: 400,
+  deleteMs: 600,
+  describeMs: 50,
+});
+
+/** Defaults with overrides; rejects negative or non-finite values so config mistakes fail at start-up. */
+export function simulatorLatency(overrides: Partial<SimulatorLatency> = {}): SimulatorLatency {
+  const latency: SimulatorLatency = { ...DEFAULT_SIMULATOR_LATENCY, ...overrides };
+  for (const [key, value] of Object.entries(latency)) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw new HcpError('INVALID_REQUEST', `simulator latency ${key} must be a finite number >= 0, got ${String(value)}`);
+    }
+  }
+  if (latency.jitter > 1) {
+    throw new HcpError('INVALID_REQUEST', `simulator latency jitter must be between 0 and 1, got ${latency.jitter}`);
+  }
+  return latency;
+}
+
+export interface SimulatorDriverOptions {
+  state: SimulatorState;
+  latency: SimulatorLatency;
+  faults: SimulatorFaults;
+  clusterId: string;
+  providerId: string;
+  /** Source for fault probabilities and latency jitter; values in [0, 1). */
+  random?: () => number;
+}
+
+const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
+  // The console arrives with its own issue; until then the simulator advertises none.
+  console_types: [],
+  reboot: true,
+  graceful_stop: true,
+  snapshots: false,
+  resize: false,
+  guest_agent_addresses: true,
+  provider_tags: false,
+});
+
+type LatencyStep = Exclude<keyof SimulatorLatency, 'scale' | 'jitter'>;
+
+/**
+ * A stable private address per VM, so a VM keeps its IP across stop/start the way a DHCP
+ * reservation would, and tests can predict it. Derived from the hcp_id; collisions in 10.0.0.0/8
+ * are possible but harmless for a simulator.
+ */
+export function simulatedAddress(hcpId: string): VmAddress {
+  const digest = createHash('sha256').update(hcpId).digest();
+  // Last octet stays within 1..254 to avoid network and broadcast addresses.
+  const address = `10.${digest[0]}.${digest[1]}.${1 + (digest[2] % 254)}`;
+  return { type: 'ipv4', address, nic: 'net0' };
+}
+
+export class SimulatorDriver implements ProviderDriver {
+  readonly type = 'simulator';
+
+  private readonly state: SimulatorState;
+  private readonly latency: SimulatorLatency;
+  private readonly faults: SimulatorFaults;
+  private readonly clusterId: string;
+  private readonly providerId: string;
+  private readonly random: () => number;
+
+  constructor(options: SimulatorDriverOptions) {
+    this.state = options.state;
+    this.latency = simulatorLatency(options.latency);
+    this.faults = options.faults;
+    this.clusterId = options.clusterId;
+    this.providerId = options.providerId;
+    this.random = options.random ?? Math.random;
+  }
+
+  capabilities(): Capabilities {
+    return { ...CAPABILITIES, console_types: [...CAPABILITIES.console_types] };
+  }
+
+  async createVm(spec: CreateVmSpec, ctx: CallContext): Promise<VmDescription> {
+    await this.begin('create', ctx);
+
+    let vm = await this.state.findByHcpId(spec.hcp_id);
+    if (!vm) {
+      await this.state.insertIfAbsent({
+        hcp_id: spec.hcp_id,
+        name: spec.name,
+        project_id: spec.project_id,
+        image_ref: spec.image_ref,
+        vcpus: spec.vcpus,
+        ram_mb: spec.ram_mb,
+        disk_gb: spec.disk_gb,
+        tags: spec.tags,
+        cluster_id: this.clusterId,
+      });
+      // Whether this call won the insert or lost a race, the row in the table is the VM.
+      vm = await this.state.findByHcpId(spec.hcp_id);
+    }
+
+    // Each pass performs the step of the phase the row is in, then advances it only if it is still
+    // there; a concurrent create that got there first makes the update a no-op and we re-read.
+    while (vm && vm.phase !== 'ready') {
+      const hcpId: string = vm.hcp_id;
+      switch (vm.phase) {
+        case 'cloning':
+          await this.step('cloneMs', ctx, 'clone');
+          vm = (await this.state.advancePhase(hcpId, 'cloning', 'configuring')) ?? (await this.state.findByHcpId(hcpId));
+          break;
+        case 'configuring':
+          await this.step('configureMs', ctx, 'configure');
+          // power_on comes from this attempt's spec: a retried job carries the same spec.
+          vm =
+            (await this.state.advancePhase(hcpId, 'configuring', spec.power_on ? 'booting' : 'ready')) ??
+            (await this.state.findByHcpId(hcpId));
+          break;
+        case 'booting':
+          await this.step('bootMs', ctx, 'boot');
+          vm =
+            (await this.state.advancePhase(hcpId, 'booting', 'ready', {
+              power_state: 'running',
+              addresses: [simulatedAddress(hcpId)],
+            })) ?? (await this.state.findByHcpId(hcpId));
+          break;
+      }
+    }
+
+    if (!vm) {
+      // Only a delete racing this create gets here; a retry would create the VM afresh.
+      throw new HcpError('CONFLICT', `VM ${spec.hcp_id} was deleted while it was being created`, undefined, true);
+    }
+    return this.describe(vm);
+  }
+
+  async startVm(hcpId: string, ctx: CallContext): Promise<VmDescription> {
+    await this.begin('start', ctx);
+    const vm = await this.requireReady(hcpId);
+    if (vm.power_state === 'running') return this.describe(vm);
+    await this.step('startMs', ctx, 'start');
+    return this.describe(await this.setPower(hcpId, 'running'));
+  }
+
+  async stopVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
+    await this.begin('stop', ctx);
+    const vm = await this.requireReady(hcpId);
+    if (vm.power_state === 'stopped') return this.describe(vm);
+    await this.step(force ? 'stopForceMs' : 'stopGracefulMs', ctx, force ? 'power off' : 'shutdown');
+    return this.describe(await this.setPower(hcpId, 'stopped'));
+  }
+
+  async rebootVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
+    await this.begin('reboot', ctx);
+    const vm = await this.requireReady(hcpId);
+    if (vm.power_state !== 'running') {
+      // Hypervisors refuse to reboot a powered-off VM; retrying would not change that.
+      throw conflict(`VM ${hcpId} is not running`, { power_state: vm.power_state });
+    }
+    await this.step(force ? 'rebootForceMs' : 'rebootMs', ctx, force ? 'reset' : 'reboot');
+    // Re-read rather than reuse `vm`: the VM may have been stopped or deleted meanwhile.
+    const after = await this.state.findByHcpId(hcpId);
+    if (!after) throw notFound(`VM ${hcpId}`);
+    return this.describe(after);
+  }
+
+  async deleteVm(hcpId: string, ctx: CallContext): Promise<void> {
+    await this.begin('delete', ctx);
+    // Deleting is allowed in any phase: a half-created VM must be removable too.
+    const vm = await this.state.findByHcpId(hcpId);
+    if (!vm) return;
+    await this.step('deleteMs', ctx, 'delete');
+    await this.state.deleteByHcpId(hcpId);
+  }
+
+  async describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null> {
+    await this.begin('describe', ctx);
+    await this.step('describeMs', ctx, 'describe');
+    const vm = await this.state.findByHcpId(hcpId);
+    return vm ? this.describe(vm) : null;
+  }
+
+  async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ConsoleTicket> {
+    await this.begin('console', ctx);
+    throw new HcpError('FEATURE_NOT_SUPPORTED', `the simulator does not offer ${type} consoles yet`, {
+      capability: 'console',
+    });
+  }
+
+  /** Common entry of every operation: a call already over does nothing, then faults get their say. */
+  private async begin(operation: SimulatorOperation, ctx: CallContext): Promise<void> {
+    throwIfCallOver(ctx, operation);
+    await this.faults.inject(operation, ctx, this.random);
+  }
+
+  private async step(step: LatencyStep, ctx: CallContext, label: string): Promise<void> {
+    const { scale, jitter } = this.latency;
+    const base = this.latency[step] * scale;
+    // Zero latency must not even touch the timer queue: benchmarks measure HCP, not setTimeout.
+    if (base <= 0) {
+      throwIfCallOver(ctx, label);
+      return;
+    }
+    const factor = jitter > 0 ? 1 + jitter * (2 * this.random() - 1) : 1;
+    await spendWithinCall(Math.max(0, base * factor), ctx, label);
+  }
+
+  private async requireReady(hcpId: string): Promise<SimulatorVm> {
+    const vm = await this.state.findByHcpId(hcpId);
+    if (!vm) throw notFound(`VM ${hcpId}`);
+    if (vm.phase !== 'ready') {
+      // The create that owns it will finish (or its retry will), so this is worth retrying.
+      throw new HcpError('CONFLICT', `VM ${hcpId} is still being created`, { phase: vm.phase }, true);
+    }
+    return vm;
+  }
+
+  private async setPower(hcpId: string, powerState: 'running' | 'stopped'): Promise<SimulatorVm> {
+    const addresses = powerState === 'running' ? [simulatedAddress(hcpId)] : [];
+    const vm = await this.state.setPower(hcpId, powerState, addresses);
+    // Deleted while the step ran: report it as gone, the same as if the call had come later.
+    if (!vm) throw notFound(`VM ${hcpId}`);
+    return vm;
+  }
+
+  private describe(vm: SimulatorVm): VmDescription {
+    return {
+      hcp_id: vm.hcp_id,
+      power_state: vm.power_state,
+      addresses: vm.addresses,
+      provider_ref: { provider_id: this.providerId, cluster_id: vm.cluster_id, sim_id: vm.sim_id },
+    };
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The provider driver SPI. Every hypervisor (simulator, Proxmox VE, vSphere, libvirt, Hyper-V) is one
+ * implementation of `ProviderDriver`. Calls are made by job workers and must be idempotent: each one
+ * identifies the VM by its HCP id, never by a provider id that HCP might not have recorded yet.
+ * Failures are thrown as `HcpError` of the taxonomy (PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT, ...).
+ */
+
+export type PowerState = 'running' | 'stopped' | 'paused' | 'unknown';
+
+export interface VmAddress {
+  type: 'ipv4' | 'ipv6';
+  address: string;
+  nic: string;
+}
+
+/** Internal placement of a VM on a provider. Never shown to tenants. */
+export interface ProviderRef {
+  provider_id: string;
+  cluster_id: string;
+  /** Driver-specific handle (Proxmox node/vmid, vSphere moid, ...). */
+  [key: string]: unknown;
+}
+
+export interface CreateVmSpec {
+  hcp_id: string;
+  project_id: string;
+  name: string;
+  /** The image's reference on this provider (template, image path, ...). */
+  image_ref: string;
+  vcpus: number;
+  ram_mb: number;
+  disk_gb: number;
+  ssh_keys: string[];
+  user_data?: string;
+  tags: Record<string, string>;
+  power_on: boolean;
+  placement_hints?: Record<string, unknown>;
+}
+
+export interface VmDescription {
+  hcp_id: string;
+  power_state: PowerState;
+  addresses: VmAddress[];
+  provider_ref: ProviderRef;
+}
+
+export type ConsoleType = 'vnc' | 'spice' | 'webconsole' | 'rdp';
+
+export interface ConsoleTicket {
+  type: ConsoleType;
+  /** Where HCP's proxy connects; never handed to a tenant. */
+  host: string;
+  port: number;
+  /** Provider secret for the console (VNC password, ticket); never leaves HCP. */
+  secret: string;
+  expires_at: Date;
+}
+
+/** What a driver can do; narrowed per cluster and published per zone. */
+export interface Capabilities {
+  console_types: ConsoleType[];
+  reboot: boolean;
+  graceful_stop: boolean;
+  snapshots: boolean;
+  resize: boolean;
+  guest_agent_addresses: boolean;
+  provider_tags: boolean;
+}
+
+/** Context of one call: the job's deadline and an abort signal fired when the lease is lost. */
+export interface CallContext {
+  deadline: Date;
+  signal: AbortSignal;
+  trace_id?: string;
+}
+
+export interface ProviderDriver {
+  readonly type: string;
+  capabilities(): Capabilities;
+  /** Creates the VM unless one with `spec.hcp_id` exists; either way returns its description. */
+  createVm(spec: CreateVmSpec, ctx: CallContext): Promise<VmDescription>;
+  /** Powers on; succeeds when already running. */
+  startVm(hcpId: string, ctx: CallContext): Promise<VmDescription>;
+  /** Graceful shutdown (then power off after the driver's timeout), or immediate power off when `force`. */
+  stopVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription>;
+  rebootVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription>;
+  /** Deletes the VM; succeeds when it is already gone. */
+  deleteVm(hcpId: string, ctx: CallContext): Promise<void>;
+  /** Describes the VM, or returns null when the provider has no VM with this HCP id. */
+  describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null>;
+  openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ConsoleTicket>;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,26 @@
+import { evolveJob, JOB_STREAM_PREFIX, JobEvent, JobState } from '@hcp/domain';
+import { FoldedStateProjection } from '../runner/folded-state.projection';
+import { JobReadModelRow } from './job-read-model.entity';
+
+/** The job read model behind job list and detail queries. */
+export function jobReadModelProjection(): FoldedStateProjection<JobState, JobEvent, JobReadModelRow> {
+  return new FoldedStateProjection('job-read-model', JOB_STREAM_PREFIX, JobReadModelRow, evolveJob, toRow);
+}
+
+function toRow(state: JobState, position: bigint): JobReadModelRow {
+  return {
+    id: state.id,
+    project_id: state.project_id,
+    type: state.type,
+    status: state.status,
+    resource_id: state.resource_id,
+    attempts: state.attempts,
+    created_at: new Date(state.created_at),
+    started_at: state.started_at ? new Date(state.started_at) : null,
+    finished_at: state.finished_at ? new Date(state.finished_at) : null,
+    error: state.error,
+    trace_id: state.trace_id,
+    state,
+    position: position.toString(),
+  };
+}

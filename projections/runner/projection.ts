@@ -1,0 +1,13 @@
+import { EntityManager } from 'typeorm';
+import { DecodedEvent } from '@hcp/eventstore';
+
+/**
+ * A read model (or process manager) fed from the event stream. `apply` writes its rows through `tx`;
+ * the runner writes the checkpoint in the same transaction, so rows and position never disagree.
+ */
+export interface Projection {
+  readonly name: string;
+  /** Streams this projection reads (prefixes of stream ids). */
+  readonly streamPrefixes: string[];
+  apply(events: DecodedEvent[], tx: EntityManager): Promise<void>;
+}

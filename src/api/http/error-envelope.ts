@@ -1,0 +1,50 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+import { ErrorCode, HcpError, internalError } from '@hcp/domain';
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; details?: Record<string, unknown>; trace_id: string };
+}
+
+/** Framework exceptions (unknown route, auth, body parser) mapped onto the taxonomy by status. */
+const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
+  [HttpStatus.BAD_REQUEST]: 'INVALID_REQUEST',
+  [HttpStatus.UNAUTHORIZED]: 'UNAUTHORIZED',
+  [HttpStatus.FORBIDDEN]: 'FORBIDDEN',
+  [HttpStatus.NOT_FOUND]: 'NOT_FOUND',
+  [HttpStatus.METHOD_NOT_ALLOWED]: 'NOT_FOUND',
+  [HttpStatus.CONFLICT]: 'CONFLICT',
+  [HttpStatus.PAYLOAD_TOO_LARGE]: 'INVALID_REQUEST',
+  [HttpStatus.UNSUPPORTED_MEDIA_TYPE]: 'INVALID_REQUEST',
+  [HttpStatus.TOO_MANY_REQUESTS]: 'RATE_LIMITED',
+};
+
+const MESSAGE_OF_CODE: Partial<Record<ErrorCode, string>> = {
+  UNAUTHORIZED: 'a valid bearer token is required',
+  NOT_FOUND: 'no such resource',
+};
+
+/** Any thrown value as a taxonomy error; unknown errors never leak their message. */
+export function toTaxonomyError(err: unknown): HcpError {
+  if (err instanceof HcpError) return err;
+  if (err instanceof HttpException) return fromStatus(err.getStatus(), err.message);
+  const status = (err as { status?: unknown; statusCode?: unknown })?.status ?? (err as { statusCode?: unknown })?.statusCode;
+  if (typeof status === 'number') return fromStatus(status, (err as { type?: string }).type === 'entity.parse.failed' ? 'request body is not valid JSON' : undefined);
+  return internalError();
+}
+
+function fromStatus(status: number, message?: string): HcpError {
+  const code = CODE_OF_STATUS[status];
+  if (!code) return internalError();
+  return new HcpError(code, MESSAGE_OF_CODE[code] ?? message ?? code.toLowerCase().replace('_', ' '));
+}
+
+export function envelopeOf(error: HcpError, traceId: string): ErrorEnvelope {
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details ? { details: error.details } : {}),
+      trace_id: traceId,
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ProjectRole } from '@hcp/auth';
+import { JobQueries } from '../../jobs/job.queries';
+import { LIMITS } from '../validation/limits';
+import { ListJobsQueryDto } from './dto/vm.dto';
+import { ProjectIdPipe, UuidPipe } from './params';
+
+@Controller('v1/projects/:project_id/jobs')
+export class JobsController {
+  constructor(private readonly jobs: JobQueries) {}
+
+  @Get()
+  @ProjectRole('viewer')
+  list(@Param('project_id', ProjectIdPipe) projectId: string, @Query() query: ListJobsQueryDto) {
+    return this.jobs.list(projectId, { resource_id: query.resource_id, status: query.status }, query.limit ?? LIMITS.listLimit.default, query.cursor);
+  }
+
+  @Get(':job_id')
+  @ProjectRole('viewer')
+  get(@Param('project_id', ProjectIdPipe) projectId: string, @Param('job_id', UuidPipe) jobId: string) {
+    return this.jobs.get(projectId, jobId);
+  }
+}

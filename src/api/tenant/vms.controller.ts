@@ -1,0 +1,93 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { Request, Response } from 'express';
+import { CurrentPrincipal, Principal, ProjectRole } from '@hcp/auth';
+import { CreateVmCommand } from '../../vms/commands/create-vm.handler';
+import { DeleteVmCommand } from '../../vms/commands/delete-vm.handler';
+import { RebootVmCommand } from '../../vms/commands/reboot-vm.handler';
+import { StartVmCommand } from '../../vms/commands/start-vm.handler';
+import { StopVmCommand } from '../../vms/commands/stop-vm.handler';
+import { UpdateVmLabelsCommand } from '../../vms/commands/update-vm-labels.handler';
+import { JobAccepted, RequestContext } from '../../vms/request-context';
+import { presentVm, VmView } from '../../vms/vm.presenter';
+import { VmQueries } from '../../vms/vm.queries';
+import { LIMITS } from '../validation/limits';
+import { traceIdOf } from '../http/request-id';
+import { CreateVmDto, ListVmsQueryDto, UpdateVmDto, VmActionDto } from './dto/vm.dto';
+import { ProjectIdPipe, UuidPipe } from './params';
+
+@Controller('v1/projects/:project_id/vms')
+export class VmsController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly vms: VmQueries,
+  ) {}
+
+  @Get()
+  @ProjectRole('viewer')
+  list(@Param('project_id', ProjectIdPipe) projectId: string, @Query() query: ListVmsQueryDto) {
+    const tags = query.tag?.map((t) => {
+      const at = t.indexOf(':');
+      return { key: t.slice(0, at), value: t.slice(at + 1) };
+    });
+    return this.vms.list(projectId, { zone: query.zone, status: query.status, name: query.name, tags }, query.limit ?? LIMITS.listLimit.default, query.cursor);
+  }
+
+  @Post()
+  @ProjectRole('admin')
+  create(@Param('project_id', ProjectIdPipe) projectId: string, @Body() body: CreateVmDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+    return accepted(res, projectId, this.commands.execute(new CreateVmCommand(projectId, body, context(who, req))));
+  }
+
+  @Get(':vm_id')
+  @ProjectRole('viewer')
+  get(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string): Promise<VmView> {
+    return this.vms.get(projectId, vmId);
+  }
+
+  @Patch(':vm_id')
+  @ProjectRole('admin')
+  async update(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: UpdateVmDto, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<VmView> {
+    const vm = await this.commands.execute(new UpdateVmLabelsCommand(projectId, vmId, body, context(who, req)));
+    return presentVm(vm);
+  }
+
+  @Delete(':vm_id')
+  @ProjectRole('admin')
+  @HttpCode(202)
+  delete(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+    return accepted(res, projectId, this.commands.execute(new DeleteVmCommand(projectId, vmId, context(who, req))));
+  }
+
+  @Post(':vm_id/actions/start')
+  @ProjectRole('operator')
+  @HttpCode(202)
+  start(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() _body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+    return accepted(res, projectId, this.commands.execute(new StartVmCommand(projectId, vmId, context(who, req))));
+  }
+
+  @Post(':vm_id/actions/stop')
+  @ProjectRole('operator')
+  @HttpCode(202)
+  stop(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+    return accepted(res, projectId, this.commands.execute(new StopVmCommand(projectId, vmId, body.force ?? false, context(who, req))));
+  }
+
+  @Post(':vm_id/actions/reboot')
+  @ProjectRole('operator')
+  @HttpCode(202)
+  reboot(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+    return accepted(res, projectId, this.commands.execute(new RebootVmCommand(projectId, vmId, body.force ?? false, context(who, req))));
+  }
+}
+
+function context(who: Principal, req: Request): RequestContext {
+  return { actor: who.sub, traceId: traceIdOf(req) };
+}
+
+/** 202 with the job's address in `Location`. */
+async function accepted(res: Response, projectId: string, result: Promise<JobAccepted>): Promise<JobAccepted> {
+  const answer = await result;
+  res.status(202).setHeader('Location', `/v1/projects/${encodeURIComponent(projectId)}/jobs/${answer.job_id}`);
+  return answer;
+}

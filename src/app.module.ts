@@ -1,0 +1,77 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { CqrsModule } from '@nestjs/cqrs';
+import { PassportModule } from '@nestjs/passport';
+import { LoggerModule } from 'nestjs-pino';
+import { DataSource } from 'typeorm';
+import { HcpAuthGuard, JwtStrategy } from '@hcp/auth';
+import { DomainEventCodec } from '@hcp/eventstore';
+import { HealthController } from './api/health/health.controller';
+import { HcpExceptionFilter } from './api/http/hcp-exception.filter';
+import { CatalogController } from './api/tenant/catalog.controller';
+import { JobsController } from './api/tenant/jobs.controller';
+import { VmsController } from './api/tenant/vms.controller';
+import { CatalogService } from './catalog/catalog.service';
+import { EVENT_STORE, HCP_CONFIG, HCP_RUNTIME } from './eventing/tokens';
+import { JobQueue } from './jobs/job-queue';
+import { JobQueries } from './jobs/job.queries';
+import { JobRepository } from './jobs/job.repository';
+import { VmJobExecutor } from './jobs/vm-job.executor';
+import { loggerOptions } from './logging/logger-options';
+import { DriverRegistry } from './providers/driver-registry';
+import { BackgroundProcesses } from './runtime/background-processes';
+import { HcpRuntime } from './runtime/hcp-runtime';
+import { CreateVmHandler } from './vms/commands/create-vm.handler';
+import { DeleteVmHandler } from './vms/commands/delete-vm.handler';
+import { RebootVmHandler } from './vms/commands/reboot-vm.handler';
+import { StartVmHandler } from './vms/commands/start-vm.handler';
+import { StopVmHandler } from './vms/commands/stop-vm.handler';
+import { UpdateVmLabelsHandler } from './vms/commands/update-vm-labels.handler';
+import { VmOperationRequester } from './vms/commands/vm-operation-requester';
+import { VmQueries } from './vms/vm.queries';
+import { VmRepository } from './vms/vm.repository';
+
+const COMMAND_HANDLERS = [CreateVmHandler, StartVmHandler, StopVmHandler, RebootVmHandler, DeleteVmHandler, UpdateVmLabelsHandler];
+
+/** The application, assembled around a runtime opened beforehand (see main.ts). */
+@Module({})
+export class AppModule {
+  static forRoot(runtime: HcpRuntime): DynamicModule {
+    const { config } = runtime;
+    return {
+      module: AppModule,
+      imports: [CqrsModule.forRoot(), PassportModule, LoggerModule.forRoot(loggerOptions(config.logLevel))],
+      controllers: [HealthController, CatalogController, VmsController, JobsController],
+      providers: [
+        { provide: HCP_RUNTIME, useValue: runtime },
+        { provide: HCP_CONFIG, useValue: config },
+        { provide: DataSource, useValue: runtime.dataSource },
+        { provide: EVENT_STORE, useValue: runtime.eventStore },
+        { provide: DomainEventCodec, useValue: runtime.codec },
+        { provide: DriverRegistry, useValue: runtime.drivers },
+        {
+          provide: JwtStrategy,
+          useFactory: () =>
+            new JwtStrategy({
+              keys: runtime.verificationKeys,
+              issuer: config.auth.issuer,
+              audience: config.auth.audience,
+              clockSkewSeconds: config.auth.clockSkewSeconds,
+            }),
+        },
+        { provide: APP_GUARD, useClass: HcpAuthGuard },
+        { provide: APP_FILTER, useClass: HcpExceptionFilter },
+        CatalogService,
+        VmRepository,
+        JobRepository,
+        VmOperationRequester,
+        ...COMMAND_HANDLERS,
+        VmQueries,
+        JobQueries,
+        JobQueue,
+        VmJobExecutor,
+        BackgroundProcesses,
+      ],
+    };
+  }
+}

@@ -1,0 +1,38 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from './hcp-config';
+
+describe('configuration', () => {
+  it('runs the embedded default with no variables at all', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 8080, databaseUrl: null, eventStoreConnectionString: null, roles: ['api', 'worker', 'projections'] });
+    expect(config.auth.mode).toBe('dev');
+  });
+
+  it('stops on a bad value with a message naming every bad variable', () => {
+    expect(() => loadConfig({ PORT: 'eighty', HCP_ROLES: 'api,cook', DATABASE_URL: 'mysql://x' })).toThrow(ConfigError);
+    try {
+      loadConfig({ PORT: 'eighty', HCP_ROLES: 'api,cook', DATABASE_URL: 'mysql://x' });
+    } catch (err) {
+      const message = (err as Error).message;
+      expect(message).toMatch(/PORT/);
+      expect(message).toMatch(/HCP_ROLES/);
+      expect(message).toMatch(/DATABASE_URL/);
+    }
+  });
+
+  it('requires a JWKS file in jwks mode', () => {
+    expect(() => loadConfig({ HCP_AUTH_MODE: 'jwks' })).toThrow(/HCP_JWKS_FILE/);
+  });
+
+  it('runs extra checks owned by other modules', () => {
+    expect(() => loadConfig({}, [() => 'HCP_SIMULATOR_FAULTS: nope'])).toThrow(/nope/);
+  });
+
+  it('lists every variable with its default in .env.example', () => {
+    const example = fs.readFileSync(path.join(__dirname, '../../.env.example'), 'utf8');
+    for (const v of CONFIG_VARIABLES) {
+      expect(example).toContain(`\n${v.name}=${v.default}\n`);
+    }
+  });
+});

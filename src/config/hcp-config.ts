@@ -1,0 +1,185 @@
+import * as path from 'node:path';
+
+/**
+ * Every configuration variable of HCP, read in this one place and validated at start. A bad value stops
+ * the process with a message naming the variable. `.env.example` lists the same table (a test keeps them
+ * in step).
+ */
+
+export type HcpRole = 'api' | 'worker' | 'projections';
+export type AuthMode = 'dev' | 'jwks';
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+
+export interface HcpConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Unset: HCP starts its own PostgreSQL inside `dataDir`. */
+  databaseUrl: string | null;
+  embeddedPostgresPort: number;
+  /** Unset: events live in PostgreSQL beside the read models. */
+  eventStoreConnectionString: string | null;
+  roles: HcpRole[];
+  logLevel: LogLevel;
+  auth: {
+    mode: AuthMode;
+    issuer: string;
+    audience: string;
+    jwksFile: string | null;
+    clockSkewSeconds: number;
+  };
+  jobs: {
+    leaseMs: number;
+    maxAttempts: number;
+    retryBackoffMs: number;
+    attemptTimeoutMs: number;
+    workerConcurrency: number;
+    pollMs: number;
+  };
+  simulator: {
+    latencyScale: number;
+    faults: string;
+  };
+  seedCatalog: boolean;
+}
+
+interface VariableSpec {
+  name: string;
+  default: string;
+  description: string;
+}
+
+export const CONFIG_VARIABLES: readonly VariableSpec[] = [
+  { name: 'PORT', default: '8080', description: 'HTTP port of the API' },
+  { name: 'HOST', default: '0.0.0.0', description: 'address the API listens on' },
+  { name: 'HCP_DATA_DIR', default: './.hcp', description: 'data folder: embedded PostgreSQL, dev signing key' },
+  { name: 'DATABASE_URL', default: '', description: 'PostgreSQL URL; empty starts an embedded PostgreSQL in HCP_DATA_DIR' },
+  { name: 'HCP_EMBEDDED_PG_PORT', default: '54329', description: 'loopback port of the embedded PostgreSQL' },
+  { name: 'EVENTSTORE_CONNECTION_STRING', default: '', description: 'EventStoreDB URL (esdb://...); empty keeps events in PostgreSQL' },
+  { name: 'HCP_ROLES', default: 'api,worker,projections', description: 'what this process runs: api, worker, projections (comma-separated)' },
+  { name: 'LOG_LEVEL', default: 'info', description: 'trace, debug, info, warn, error or fatal' },
+  { name: 'HCP_AUTH_MODE', default: 'dev', description: 'dev (signing key created in HCP_DATA_DIR, `npm run token`) or jwks' },
+  { name: 'HCP_JWT_ISSUER', default: 'hcp-dev', description: 'required `iss` of tokens' },
+  { name: 'HCP_JWT_AUDIENCE', default: 'hcp', description: 'required `aud` of tokens' },
+  { name: 'HCP_JWKS_FILE', default: '', description: 'JWKS file with the gateway\'s public keys (HCP_AUTH_MODE=jwks)' },
+  { name: 'HCP_JWT_CLOCK_SKEW_SECONDS', default: '30', description: 'tolerated clock skew for exp and nbf' },
+  { name: 'HCP_JOB_LEASE_MS', default: '30000', description: 'job lease length; renewed at a third of it while the driver call runs' },
+  { name: 'HCP_JOB_MAX_ATTEMPTS', default: '5', description: 'attempts of a job (errors and expired leases) before it fails' },
+  { name: 'HCP_JOB_RETRY_BACKOFF_MS', default: '2000', description: 'first retry delay, doubled per attempt' },
+  { name: 'HCP_JOB_ATTEMPT_TIMEOUT_MS', default: '600000', description: 'deadline of one driver call' },
+  { name: 'HCP_WORKER_CONCURRENCY', default: '16', description: 'jobs one worker process runs at once' },
+  { name: 'HCP_WORKER_POLL_MS', default: '250', description: 'how often an idle worker looks for due jobs' },
+  { name: 'HCP_SIMULATOR_LATENCY_SCALE', default: '1', description: 'multiplier of the simulator\'s step latencies (0 = instant)' },
+  { name: 'HCP_SIMULATOR_FAULTS', default: '', description: 'simulator fault injection, e.g. create=fail,stop=timeout,reboot=fail@0.3' },
+  { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
+];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const ROLES: readonly HcpRole[] = ['api', 'worker', 'projections'];
+const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+
+/**
+ * Reads and validates the environment. `extraCheck` lets callers validate values owned by other modules
+ * (the simulator's fault syntax) without this file knowing their grammar.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Array<(c: HcpConfig) => string | null> = []): HcpConfig {
+  const problems: string[] = [];
+  const raw = (name: string): string => {
+    const spec = CONFIG_VARIABLES.find((v) => v.name === name);
+    if (!spec) throw new Error(`unknown configuration variable ${name}`);
+    const value = env[name];
+    return value === undefined || value === '' ? spec.default : value.trim();
+  };
+  const int = (name: string, min: number, max: number): number => {
+    const text = raw(name);
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || value < min || value > max) {
+      problems.push(`${name}=${JSON.stringify(text)}: expected an integer from ${min} to ${max}`);
+      return min;
+    }
+    return value;
+  };
+  const num = (name: string, min: number, max: number): number => {
+    const text = raw(name);
+    const value = Number(text);
+    if (text === '' || !Number.isFinite(value) || value < min || value > max) {
+      problems.push(`${name}=${JSON.stringify(text)}: expected a number from ${min} to ${max}`);
+      return min;
+    }
+    return value;
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[]): T => {
+    const value = raw(name) as T;
+    if (!allowed.includes(value)) problems.push(`${name}=${JSON.stringify(value)}: expected one of ${allowed.join(', ')}`);
+    return value;
+  };
+  const bool = (name: string): boolean => {
+    const value = raw(name).toLowerCase();
+    if (!['true', 'false', '1', '0'].includes(value)) problems.push(`${name}=${JSON.stringify(value)}: expected true or false`);
+    return value === 'true' || value === '1';
+  };
+  const url = (name: string, protocols: string[]): string | null => {
+    const value = raw(name);
+    if (!value) return null;
+    try {
+      const parsed = new URL(value);
+      if (!protocols.includes(parsed.protocol)) throw new Error('protocol');
+    } catch {
+      problems.push(`${name}: expected a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+    }
+    return value;
+  };
+
+  const roles = raw('HCP_ROLES')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean) as HcpRole[];
+  const badRoles = roles.filter((r) => !ROLES.includes(r));
+  if (roles.length === 0 || badRoles.length > 0) {
+    problems.push(`HCP_ROLES=${JSON.stringify(raw('HCP_ROLES'))}: expected a comma-separated subset of ${ROLES.join(', ')}`);
+  }
+
+  const config: HcpConfig = {
+    port: int('PORT', 0, 65535),
+    host: raw('HOST'),
+    dataDir: path.resolve(raw('HCP_DATA_DIR')),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    embeddedPostgresPort: int('HCP_EMBEDDED_PG_PORT', 1024, 65535),
+    eventStoreConnectionString: url('EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
+    roles: [...new Set(roles)],
+    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS),
+    auth: {
+      mode: oneOf<AuthMode>('HCP_AUTH_MODE', ['dev', 'jwks']),
+      issuer: raw('HCP_JWT_ISSUER'),
+      audience: raw('HCP_JWT_AUDIENCE'),
+      jwksFile: raw('HCP_JWKS_FILE') || null,
+      clockSkewSeconds: int('HCP_JWT_CLOCK_SKEW_SECONDS', 0, 300),
+    },
+    jobs: {
+      leaseMs: int('HCP_JOB_LEASE_MS', 1000, 3_600_000),
+      maxAttempts: int('HCP_JOB_MAX_ATTEMPTS', 1, 100),
+      retryBackoffMs: int('HCP_JOB_RETRY_BACKOFF_MS', 0, 3_600_000),
+      attemptTimeoutMs: int('HCP_JOB_ATTEMPT_TIMEOUT_MS', 1000, 86_400_000),
+      workerConcurrency: int('HCP_WORKER_CONCURRENCY', 1, 1000),
+      pollMs: int('HCP_WORKER_POLL_MS', 10, 60_000),
+    },
+    simulator: {
+      latencyScale: num('HCP_SIMULATOR_LATENCY_SCALE', 0, 100),
+      faults: raw('HCP_SIMULATOR_FAULTS'),
+    },
+    seedCatalog: bool('HCP_SEED_CATALOG'),
+  };
+  if (config.auth.mode === 'jwks' && !config.auth.jwksFile) problems.push('HCP_AUTH_MODE=jwks needs HCP_JWKS_FILE');
+  for (const check of extraChecks) {
+    const problem = check(config);
+    if (problem) problems.push(problem);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

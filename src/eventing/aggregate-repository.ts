@@ -1,0 +1,69 @@
+import { DomainEvent, EventContext, HcpError } from '@hcp/domain';
+import { DomainEventCodec, EventStore, ExpectedRevision, WrongExpectedRevisionError } from '@hcp/eventstore';
+
+export interface Loaded<S> {
+  id: string;
+  state: S | null;
+  /** Revision to expect when appending the next decision. */
+  revision: ExpectedRevision;
+}
+
+/**
+ * Loads an aggregate by folding its stream and appends decisions with optimistic concurrency. The
+ * write side decides only from what it loads here, never from read models.
+ */
+export class AggregateRepository<S, E extends DomainEvent> {
+  constructor(
+    protected readonly store: EventStore,
+    protected readonly codec: DomainEventCodec,
+    protected readonly streamOf: (id: string) => string,
+    private readonly evolve: (state: S | null, event: E, at: string) => S | null,
+  ) {}
+
+  async load(id: string): Promise<Loaded<S>> {
+    const recorded = await this.store.readStream(this.streamOf(id));
+    let state: S | null = null;
+    for (const r of recorded) {
+      const { event, at } = this.codec.decode<E>(r);
+      state = this.evolve(state, event, at);
+    }
+    return { id, state, revision: recorded.length === 0 ? 'no_stream' : recorded[recorded.length - 1].revision };
+  }
+
+  /**
+   * Appends a decision taken on `current` and returns the aggregate after it. A concurrent writer
+   * that got there first surfaces as CONFLICT.
+   */
+  async append(current: Loaded<S>, events: E[], context: EventContext, ids?: string[]): Promise<Loaded<S>> {
+    if (events.length === 0) return current;
+    try {
+      const result = await this.store.append(
+        this.streamOf(current.id),
+        events.map((e, i) => this.codec.encode(e, context, ids?.[i])),
+        current.revision,
+      );
+      const state = events.reduce<S | null>((s, e) => this.evolve(s, e, context.occurred_at), current.state);
+      return { id: current.id, state, revision: result.nextExpectedRevision };
+    } catch (err) {
+      if (err instanceof WrongExpectedRevisionError) throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
+      throw err;
+    }
+  }
+
+  /**
+   * Load, decide, append; on a concurrent change, load again and decide again (a few times) so callers
+   * only see CONFLICT when the decision itself is refused or contention persists.
+   */
+  async update(id: string, decide: (state: S | null) => E[], context: EventContext, attempts = 3): Promise<{ state: S | null; events: E[] }> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.load(id);
+      const events = decide(current.state);
+      try {
+        const { state } = await this.append(current, events, context);
+        return { state, events };
+      } catch (err) {
+        if (!(err instanceof HcpError && err.code === 'CONFLICT') || attempt >= attempts) throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,59 @@
+import 'reflect-metadata';
+import { Logger as NestLogger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { json } from 'express';
+import { Logger } from 'nestjs-pino';
+import { SimulatorFaults } from '@hcp/providers';
+import { AppModule } from './app.module';
+import { expressErrorHandler } from './api/http/hcp-exception.filter';
+import { requestIdMiddleware } from './api/http/request-id';
+import { strictValidationPipe } from './api/http/validation';
+import { LIMITS } from './api/validation/limits';
+import { ConfigError, HcpConfig, loadConfig } from './config/hcp-config';
+import { openRuntime } from './runtime/hcp-runtime';
+
+/** Validates settings that belong to other modules, so a bad value stops the start like any other. */
+const simulatorFaultsCheck = (c: HcpConfig): string | null => {
+  try {
+    SimulatorFaults.parse(c.simulator.faults);
+    return null;
+  } catch (err) {
+    return `HCP_SIMULATOR_FAULTS: ${(err as Error).message}`;
+  }
+};
+
+async function main(): Promise<void> {
+  let config: HcpConfig;
+  try {
+    config = loadConfig(process.env, [simulatorFaultsCheck]);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`HCP cannot start: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const runtime = await openRuntime(config);
+  const app = await NestFactory.create(AppModule.forRoot(runtime), { bufferLogs: true, bodyParser: false });
+  app.useLogger(app.get(Logger));
+  app.use(requestIdMiddleware);
+  app.use(json({ limit: LIMITS.bodyBytes, strict: true }));
+  app.use(expressErrorHandler(new NestLogger('http')));
+  app.useGlobalPipes(strictValidationPipe());
+  app.getHttpAdapter().getInstance().disable('x-powered-by');
+  await app.listen(config.port, config.host);
+  // Close the runtime (database, embedded PostgreSQL) only after Nest has stopped its background work.
+  const shutdown = async () => {
+    await app.close();
+    await runtime.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+  new NestLogger('hcp').log(`HCP listening on http://${config.host}:${config.port} (roles: ${config.roles.join(', ')})`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`HCP failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

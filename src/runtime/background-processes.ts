@@ -1,0 +1,67 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { jobReadModelProjection } from '@hcp/projections/job-read-model/job-read-model.projection';
+import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
+import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
+import { HCP_CONFIG, HCP_RUNTIME } from '../eventing/tokens';
+import { HcpConfig } from '../config/hcp-config';
+import { JobDispatcherProjection } from '../jobs/job-dispatcher.projection';
+import { JobQueue } from '../jobs/job-queue';
+import { JobQueueListener } from '../jobs/job-queue.listener';
+import { JobRepository } from '../jobs/job.repository';
+import { JobWorker } from '../jobs/job-worker';
+import { VmJobExecutor } from '../jobs/vm-job.executor';
+import { HcpRuntime } from './hcp-runtime';
+
+/**
+ * The long-running parts of a process, chosen by HCP_ROLES: projection runners (one active instance per
+ * projection across all processes) and the job worker. Started after Nest is up, stopped before it
+ * closes its connections.
+ */
+@Injectable()
+export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('background');
+  readonly projections: ProjectionRunner[] = [];
+  private worker: JobWorker | null = null;
+  private listener: JobQueueListener | null = null;
+
+  constructor(
+    @Inject(HCP_CONFIG) private readonly config: HcpConfig,
+    @Inject(HCP_RUNTIME) private readonly runtime: HcpRuntime,
+    private readonly jobs: JobRepository,
+    private readonly queue: JobQueue,
+    private readonly executor: VmJobExecutor,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { dataSource, eventStore, codec, pool } = this.runtime;
+    if (this.config.roles.includes('projections')) {
+      for (const projection of [vmReadModelProjection(), jobReadModelProjection(), new JobDispatcherProjection(this.jobs, this.queue)]) {
+        const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
+        runner.start();
+        this.projections.push(runner);
+      }
+    }
+    if (this.config.roles.includes('worker')) {
+      const { jobs } = this.config;
+      const worker = new JobWorker(this.queue, this.executor, {
+        leaseMs: jobs.leaseMs,
+        concurrency: jobs.workerConcurrency,
+        pollMs: jobs.pollMs,
+        maxAttempts: jobs.maxAttempts,
+        retryBackoffMs: jobs.retryBackoffMs,
+        attemptTimeoutMs: jobs.attemptTimeoutMs,
+      });
+      this.listener = new JobQueueListener(pool, () => worker.notify());
+      await this.listener.start();
+      worker.start();
+      this.worker = worker;
+      this.logger.log(`job worker ${worker.id} started`);
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.listener?.stop();
+    await this.worker?.stop();
+    await Promise.all(this.projections.map((p) => p.stop()));
+  }
+}

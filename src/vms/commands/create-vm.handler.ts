@@ -1,0 +1,61 @@
+import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
+import { randomUUID } from 'node:crypto';
+import { decideVm, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { CatalogService } from '../../catalog/catalog.service';
+import { eventContext } from '../../eventing/event-context';
+import { JobRepository } from '../../jobs/job.repository';
+import { JobAccepted, RequestContext } from '../request-context';
+import { VmRepository } from '../vm.repository';
+
+export interface CreateVmInput {
+  name: string;
+  zone: string;
+  image_id: string;
+  flavor_id: string;
+  tags?: Record<string, string>;
+  metadata?: Record<string, string>;
+  ssh_keys?: string[];
+  user_data?: string;
+  power_on?: boolean;
+}
+
+export class CreateVmCommand {
+  constructor(readonly projectId: string, readonly input: CreateVmInput, readonly ctx: RequestContext) {}
+}
+
+/** Resolves the catalog references into resources and a placement, then records the request. */
+@CommandHandler(CreateVmCommand)
+export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAccepted> {
+  constructor(
+    private readonly catalog: CatalogService,
+    private readonly vms: VmRepository,
+    private readonly jobs: JobRepository,
+  ) {}
+
+  async execute({ projectId, input, ctx }: CreateVmCommand): Promise<JobAccepted> {
+    const { zone, flavor, imageRef } = await this.catalog.resolveForCreate(input.zone, input.image_id, input.flavor_id);
+    const vmId = randomUUID();
+    const jobId = randomUUID();
+    const data: VmCreateRequestedData = {
+      vm_id: vmId,
+      project_id: projectId,
+      job_id: jobId,
+      name: input.name,
+      zone: zone.id,
+      image_id: input.image_id,
+      flavor_id: input.flavor_id,
+      resources: { vcpus: flavor.vcpus, ram_mb: flavor.ram_mb, disk_gb: flavor.disk_gb },
+      placement: { provider_id: zone.provider_id, cluster_id: zone.cluster_id, image_ref: imageRef },
+      tags: input.tags ?? {},
+      metadata: input.metadata ?? {},
+      ssh_keys: input.ssh_keys ?? [],
+      ...(input.user_data !== undefined ? { user_data: input.user_data } : {}),
+      power_on: input.power_on ?? true,
+    };
+    const context = eventContext(ctx.actor, ctx.traceId);
+    const events = decideVm(null, { type: 'create', data });
+    await this.vms.append({ id: vmId, state: null, revision: 'no_stream' }, events, context);
+    await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    return { resource_id: vmId, job_id: jobId };
+  }
+}

@@ -1,0 +1,36 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { decideVm, jobQueuedFor, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
+import { eventContext } from '../../eventing/event-context';
+import { JobRepository } from '../../jobs/job.repository';
+import { JobAccepted, RequestContext } from '../request-context';
+import { VmRepository } from '../vm.repository';
+
+type OperationCommand = Extract<VmCommand, { job_id: string }>;
+
+/**
+ * The shared path of start, stop, reboot and delete: decide on the VM aggregate (retrying on a
+ * concurrent change), then open the job. A VM of another project is NOT_FOUND, never FORBIDDEN.
+ */
+@Injectable()
+export class VmOperationRequester {
+  constructor(
+    private readonly vms: VmRepository,
+    private readonly jobs: JobRepository,
+  ) {}
+
+  async request(projectId: string, vmId: string, ctx: RequestContext, command: (jobId: string) => OperationCommand): Promise<JobAccepted> {
+    const jobId = randomUUID();
+    const context = eventContext(ctx.actor, ctx.traceId);
+    const { events } = await this.vms.update(
+      vmId,
+      (state) => {
+        if (!state || state.project_id !== projectId) throw notFound('VM');
+        return decideVm(state, command(jobId));
+      },
+      context,
+    );
+    await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    return { resource_id: vmId, job_id: jobId };
+  }
+}

@@ -1,0 +1,23 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { evolveVm, notFound, VmCreateRequested, VmCreateRequestedData, VmEvent, VmState, vmStreamId } from '@hcp/domain';
+import { DomainEventCodec, EventStore } from '@hcp/eventstore';
+import { AggregateRepository } from '../eventing/aggregate-repository';
+import { EVENT_STORE } from '../eventing/tokens';
+
+@Injectable()
+export class VmRepository extends AggregateRepository<VmState, VmEvent> {
+  constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
+    super(store, codec, vmStreamId, evolveVm);
+  }
+
+  /**
+   * The create request as the tenant sent it. The folded state leaves out what only the provider needs
+   * once (ssh keys, user data), so the create job reads it from the stream's first event.
+   */
+  async creationRequest(vmId: string): Promise<VmCreateRequestedData> {
+    const [first] = await this.store.readStream(this.streamOf(vmId), { maxCount: 1 });
+    const decoded = first ? this.codec.decode<VmCreateRequested>(first) : null;
+    if (decoded?.event.type !== 'VmCreateRequested') throw notFound('VM');
+    return decoded.event.data;
+  }
+}

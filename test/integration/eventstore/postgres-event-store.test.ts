@@ -1,0 +1,274 @@
+import { randomBytes } from 'node:crypto';
+import { Client, Pool } from 'pg';
+import {
+  PostgresEventStore,
+  WrongExpectedRevisionError,
+  dropPostgresEventStoreSchema,
+  installPostgresEventStoreSchema,
+  type PostgresEventStoreOptions,
+  type RecordedEvent,
+} from '@hcp/eventstore';
+import { Collector, describeEventStoreContract, expectStrictlyIncreasing, newEvent, newEvents, sleep, waitFor } from './event-store.contract';
+
+const DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
+
+interface PostgresFixture {
+  pool: Pool;
+  schema: string;
+  store: PostgresEventStore;
+  /** Opens a store on the same schema with other options (it is closed by cleanup too). */
+  anotherStore(options: Omit<PostgresEventStoreOptions, 'pool' | 'schema'>): PostgresEventStore;
+  cleanup(): Promise<void>;
+}
+
+/** Each suite gets its own schema so parallel jest workers never see each other's events. */
+async function createFixture(options: Omit<PostgresEventStoreOptions, 'pool' | 'schema'> = {}): Promise<PostgresFixture> {
+  const pool = new Pool({ connectionString: DATABASE_URL, max: 30 });
+  const schema = `es_test_${randomBytes(6).toString('hex')}`;
+  await installPostgresEventStoreSchema(pool, schema);
+  const stores = [new PostgresEventStore({ pool, schema, pollIntervalMs: 250, ...options })];
+  return {
+    pool,
+    schema,
+    store: stores[0]!,
+    anotherStore(more) {
+      const store = new PostgresEventStore({ pool, schema, ...more });
+      stores.push(store);
+      return store;
+    },
+    async cleanup() {
+      await Promise.all(stores.map((store) => store.close()));
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+    },
+  };
+}
+
+describeEventStoreContract('PostgreSQL', createFixture);
+
+describe('PostgresEventStore on PostgreSQL', () => {
+  let fixture: PostgresFixture;
+  let counter = 0;
+  const uniquePrefix = (): string => `pg${++counter}-`;
+
+  beforeAll(async () => {
+    fixture = await createFixture();
+  });
+
+  afterAll(async () => {
+    await fixture?.cleanup();
+  });
+
+  /** A connection outside the store, for transactions the test holds open. */
+  async function rawClient(): Promise<Client> {
+    const client = new Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    return client;
+  }
+
+  async function insertRaw(client: Client, streamId: string, id: string): Promise<bigint> {
+    const { rows } = await client.query<{ position: string }>(
+      `INSERT INTO "${fixture.schema}".hcp_events (stream_id, revision, event_id, type, data)
+       VALUES ($1, 0, $2, 'RawInserted', '{}') RETURNING position::text AS position`,
+      [streamId, id],
+    );
+    return BigInt(rows[0]!.position);
+  }
+
+  it(
+    'never lets a subscription skip an event whose transaction commits after a later one',
+    async () => {
+      const prefix = uniquePrefix();
+      const head = await fixture.store.headPosition();
+      const collector = new Collector().start(fixture.store, { fromPosition: head, streamPrefixes: [prefix] });
+      const slow = await rawClient();
+      try {
+        await slow.query('BEGIN');
+        const early = newEvent();
+        const earlyPosition = await insertRaw(slow, `${prefix}slow`, early.id);
+        const late = newEvent();
+        const appended = await fixture.store.append(`${prefix}fast`, [late], 'no_stream');
+        expect(appended.position).toBeGreaterThan(earlyPosition);
+
+        // The later event is committed and visible, yet must wait for the earlier, still open, one.
+        await sleep(600);
+        expect(collector.events).toEqual([]);
+        expect((await fixture.store.readAll(head, 100)).map((e) => e.id)).not.toContain(late.id);
+
+        await slow.query('COMMIT');
+        await collector.waitForCount(2);
+
+        expect(collector.ids()).toEqual([early.id, late.id]);
+        expect(collector.events.map((e) => e.position)).toEqual([earlyPosition, appended.position]);
+      } finally {
+        await slow.end();
+        await collector.stop();
+      }
+    },
+    20_000,
+  );
+
+  it(
+    'moves past the gap a rolled-back transaction leaves',
+    async () => {
+      const prefix = uniquePrefix();
+      const head = await fixture.store.headPosition();
+      const collector = new Collector().start(fixture.store, { fromPosition: head, streamPrefixes: [prefix] });
+      const aborted = await rawClient();
+      try {
+        await aborted.query('BEGIN');
+        await insertRaw(aborted, `${prefix}aborted`, newEvent().id);
+        const late = newEvent();
+        await fixture.store.append(`${prefix}fast`, [late], 'no_stream');
+        await sleep(300);
+        expect(collector.events).toEqual([]);
+
+        await aborted.query('ROLLBACK');
+        await collector.waitForCount(1);
+
+        expect(collector.ids()).toEqual([late.id]);
+      } finally {
+        await aborted.end();
+        await collector.stop();
+      }
+    },
+    20_000,
+  );
+
+  it('keeps transaction id order and position order the same under concurrent appends', async () => {
+    const prefix = uniquePrefix();
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, writer) => {
+        for (let i = 0; i < 25; i++) await fixture.store.append(`${prefix}s${writer % 4}`, newEvents(2), 'any');
+      }),
+    );
+
+    // The subscription's no-skip guarantee rests on this: a larger position never has an older writer.
+    const { rows } = await fixture.pool.query<{ inversions: string }>(
+      `SELECT count(*)::text AS inversions
+       FROM "${fixture.schema}".hcp_events a
+       JOIN "${fixture.schema}".hcp_events b ON a.position < b.position AND a.tx_id > b.tx_id
+       WHERE a.stream_id LIKE $1 AND b.stream_id LIKE $1`,
+      [`${prefix}%`],
+    );
+    expect(rows[0]!.inversions).toBe('0');
+  });
+
+  it(
+    'wakes subscribers through NOTIFY and recovers when the LISTEN connection drops',
+    async () => {
+      const prefix = uniquePrefix();
+      // With polling this slow, prompt delivery can only come from a notification.
+      const store = fixture.anotherStore({ pollIntervalMs: 60_000 });
+      const head = await store.headPosition();
+      const collector = new Collector().start(store, { fromPosition: head, streamPrefixes: [prefix] });
+      try {
+        await sleep(100);
+        await store.append(`${prefix}vm`, [newEvent()], 'no_stream');
+        await collector.waitForCount(1, 3_000);
+
+        const killed = await fixture.pool.query<{ terminated: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+           WHERE query = $1 AND pid <> pg_backend_pid()`,
+          [`LISTEN "${fixture.schema}_hcp_events"`],
+        );
+        expect(killed.rows.length).toBeGreaterThan(0);
+        await sleep(500);
+        await store.append(`${prefix}vm`, [newEvent()], 0n);
+        await collector.waitForCount(2, 5_000);
+        expect(collector.errors).toEqual([]);
+      } finally {
+        await collector.stop();
+      }
+    },
+    20_000,
+  );
+
+  it('shares one LISTEN connection between subscriptions and gives it back when the last one stops', async () => {
+    const listening = async (): Promise<number> => {
+      const { rows } = await fixture.pool.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM pg_stat_activity WHERE query = $1 AND state = 'idle'`,
+        [`LISTEN "${fixture.schema}_hcp_events"`],
+      );
+      return Number(rows[0]!.n);
+    };
+    const store = fixture.anotherStore({});
+    const handler = async (): Promise<void> => undefined;
+    const before = await listening();
+    const first = store.subscribeToAll(handler, { fromPosition: await store.headPosition() });
+    const second = store.subscribeToAll(handler, { fromPosition: await store.headPosition() });
+    await sleep(300);
+    const whileRunning = await listening();
+
+    await first.stop();
+    const afterFirst = await listening();
+    await second.stop();
+    const afterBoth = await listening();
+
+    expect([before, whileRunning, afterFirst, afterBoth]).toEqual([0, 1, 1, 0]);
+  });
+
+  it('refuses an event id already stored in another stream with WrongExpectedRevisionError', async () => {
+    const prefix = uniquePrefix();
+    const event = newEvent();
+    await fixture.store.append(`${prefix}a`, [event], 'no_stream');
+
+    await expect(fixture.store.append(`${prefix}b`, [event], 'no_stream')).rejects.toBeInstanceOf(
+      WrongExpectedRevisionError,
+    );
+    await expect(fixture.store.readStream(`${prefix}b`)).resolves.toEqual([]);
+  });
+
+  it('keeps appending after a failed append (no lock or connection leaks)', async () => {
+    const prefix = uniquePrefix();
+    const event = newEvent();
+    await fixture.store.append(`${prefix}a`, [event], 'no_stream');
+    for (let i = 0; i < 40; i++) {
+      await expect(fixture.store.append(`${prefix}b${i}`, [newEvent(), event], 'any')).rejects.toBeInstanceOf(
+        WrongExpectedRevisionError,
+      );
+    }
+
+    const appended = await fixture.store.append(`${prefix}c`, newEvents(2), 'no_stream');
+
+    expect(appended.nextExpectedRevision).toBe(1n);
+    expect(fixture.pool.waitingCount).toBe(0);
+  });
+
+  it('installs idempotently and drops the table', async () => {
+    const schema = `es_test_${randomBytes(6).toString('hex')}`;
+    try {
+      await installPostgresEventStoreSchema(fixture.pool, schema);
+      await installPostgresEventStoreSchema(fixture.pool, schema);
+      const exists = async (): Promise<boolean> => {
+        const { rows } = await fixture.pool.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [
+          `"${schema}".hcp_events`,
+        ]);
+        return rows[0]!.t !== null;
+      };
+      expect(await exists()).toBe(true);
+
+      await dropPostgresEventStoreSchema(fixture.pool, schema);
+      await dropPostgresEventStoreSchema(fixture.pool, schema);
+
+      expect(await exists()).toBe(false);
+    } finally {
+      await fixture.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    }
+  });
+
+  it('rejects schema names it would have to quote', () => {
+    expect(() => new PostgresEventStore({ pool: fixture.pool, schema: 'Robert"; DROP' })).toThrow(/schema name/);
+  });
+
+  it('returns positions and revisions as exact bigints', async () => {
+    const stream = `${uniquePrefix()}vm`;
+    const result = await fixture.store.append(stream, newEvents(2), 'no_stream');
+    const read: RecordedEvent[] = await fixture.store.readStream(stream);
+
+    expect(typeof result.position).toBe('bigint');
+    expect(typeof result.nextExpectedRevision).toBe('bigint');
+    expect(read.every((e) => typeof e.position === 'bigint' && typeof e.revision === 'bigint')).toBe(true);
+    expectStrictlyIncreasing(read.map((e) => e.position));
+  });
+});
