@@ -14,6 +14,8 @@ const common = {
 };
 
 module.exports = {
+  // Only e2e and integration suites come near this; a unit test that does has a bug.
+  testTimeout: 120_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/{libs,src,projections}/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },

@@ -32,7 +32,7 @@ export async function seedLocalCatalog(db: DataSource, capabilities: Capabilitie
   await db.query(
     `INSERT INTO zones (id, name, provider_id, provider_type, cluster_id, capabilities) VALUES ($1, $2, $3, 'simulator', $4, $5)
      ON CONFLICT (id) DO NOTHING`,
-    [LOCAL_ZONE, 'Local simulator', LOCAL_PROVIDER_ID, LOCAL_CLUSTER_ID, JSON.stringify(capabilities)],
+    [LOCAL_ZONE, 'Local', LOCAL_PROVIDER_ID, LOCAL_CLUSTER_ID, JSON.stringify(capabilities)],
   );
   for (const image of IMAGES) {
     await db.query(

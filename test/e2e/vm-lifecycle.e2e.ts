@@ -1,0 +1,155 @@
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { seededChoice } from '../support/catalog';
+import { HcpProcess } from '../support/hcp-process';
+import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
+
+const PROVIDER_WORDS = /simulator|cluster|placement|image_ref|provider|vmid|node|sim_id|template\//i;
+
+describe('VM lifecycle over HTTP', () => {
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let api: ApiClient;
+  let choice: { image_id: string; flavor_id: string };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0.05' } });
+    api = new ApiClient(hcp.baseUrl, hcp.token('alice', { demo: 'admin' }));
+    choice = await seededChoice(api);
+  });
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+  });
+
+  async function create(name: string, extra: Record<string, unknown> = {}) {
+    const res = await api.post('/v1/projects/demo/vms', { name, zone: 'local', ...choice, ...extra });
+    expect(res.status).toBe(202);
+    return res;
+  }
+
+  it('creates a VM and drives it through stop, start, reboot and delete, each as a tracked job', async () => {
+    const created = await create('web-1', { tags: { env: 'dev' }, ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOa alice@laptop'] });
+    expect(created.body).toEqual({ resource_id: expect.any(String), job_id: expect.any(String) });
+    expect(created.headers.get('location')).toBe(`/v1/projects/demo/jobs/${created.body.job_id}`);
+    const vmId = created.body.resource_id;
+
+    const createJob = await jobFinished(api, 'demo', created.body.job_id);
+    expect(createJob).toMatchObject({ type: 'vm.create', status: 'succeeded', resource_id: vmId, attempts: 1, error: null });
+    expect(createJob.trace_id).toBe(created.headers.get('x-request-id'));
+    expect(Date.parse(createJob.finished_at)).toBeGreaterThanOrEqual(Date.parse(createJob.started_at));
+
+    const running = await eventually(async () => {
+      const vm = (await api.get(`/v1/projects/demo/vms/${vmId}`)).body;
+      return vm.status === 'running' ? vm : undefined;
+    }, 'VM running');
+    expect(running).toMatchObject({ name: 'web-1', zone: 'local', desired_state: 'running', tags: { env: 'dev' }, last_job_id: created.body.job_id });
+    expect(running.addresses).toEqual([{ type: 'ipv4', address: expect.stringMatching(/^10\./), nic: 'net0' }]);
+
+    for (const [action, body, expected] of [
+      ['stop', { force: false }, 'stopped'],
+      ['start', {}, 'running'],
+      ['reboot', { force: true }, 'running'],
+    ] as const) {
+      const res = await api.post(`/v1/projects/demo/vms/${vmId}/actions/${action}`, body);
+      expect(res.status).toBe(202);
+      expect(res.body.resource_id).toBe(vmId);
+      const job = await jobFinished(api, 'demo', res.body.job_id);
+      expect(job).toMatchObject({ type: `vm.${action}`, status: 'succeeded' });
+      const vm = await eventually(async () => {
+        const v = (await api.get(`/v1/projects/demo/vms/${vmId}`)).body;
+        return v.last_job_id === res.body.job_id && v.status === expected ? v : undefined;
+      }, `VM ${expected} after ${action}`);
+      expect(vm.addresses.length).toBe(expected === 'stopped' ? 0 : 1);
+    }
+
+    const deleted = await api.delete(`/v1/projects/demo/vms/${vmId}`);
+    expect(deleted.status).toBe(202);
+    expect(await jobFinished(api, 'demo', deleted.body.job_id)).toMatchObject({ type: 'vm.delete', status: 'succeeded' });
+    await eventually(async () => ((await api.get(`/v1/projects/demo/vms/${vmId}`)).body.status === 'deleted' ? true : undefined), 'VM deleted');
+
+    // The simulator (the "hypervisor") no longer has it, and it is gone from the default list.
+    expect(await queryDatabase(db.url, 'SELECT 1 FROM simulator.vms WHERE hcp_id = $1', [vmId])).toHaveLength(0);
+    const list = await api.get('/v1/projects/demo/vms?name=web-1');
+    expect(list.body.items).toHaveLength(0);
+    const jobs = await api.get(`/v1/projects/demo/jobs?resource_id=${vmId}`);
+    expect(jobs.body.items.map((j: { type: string }) => j.type)).toEqual(['vm.delete', 'vm.reboot', 'vm.start', 'vm.stop', 'vm.create']);
+  });
+
+  it('creates a VM powered off when power_on is false', async () => {
+    const created = await create('cold-1', { power_on: false });
+    await jobFinished(api, 'demo', created.body.job_id);
+    const vm = await eventually(async () => {
+      const v = (await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body;
+      return v.status === 'stopped' ? v : undefined;
+    }, 'VM stopped');
+    expect(vm.desired_state).toBe('stopped');
+    expect(vm.addresses).toEqual([]);
+  });
+
+  it('patches tags and metadata and answers the VM', async () => {
+    const created = await create('patch-1', { tags: { a: '1' } });
+    const res = await api.patch(`/v1/projects/demo/vms/${created.body.resource_id}`, { metadata: { owner: 'team-x' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: created.body.resource_id, tags: { a: '1' }, metadata: { owner: 'team-x' } });
+    await eventually(async () => {
+      const vm = (await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body;
+      return vm.metadata.owner === 'team-x' ? vm : undefined;
+    }, 'metadata in the read model');
+  });
+
+  it('lists with filters and pages with an opaque cursor', async () => {
+    const api2 = api.as(hcp.token('bob', { lister: 'admin' }));
+    for (let i = 0; i < 5; i++) {
+      const res = await api2.post('/v1/projects/lister/vms', { name: `node-${i}`, zone: 'local', ...choice, tags: { tier: i % 2 ? 'odd' : 'even' } });
+      expect(res.status).toBe(202);
+    }
+    const all = await eventually(async () => {
+      const res = await api2.get('/v1/projects/lister/vms?limit=200');
+      return res.body.items.length === 5 ? res.body.items : undefined;
+    }, 'five VMs listed');
+    expect(all.map((v: { name: string }) => v.name)).toEqual(['node-4', 'node-3', 'node-2', 'node-1', 'node-0']);
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: { items: Array<{ name: string }>; next_cursor: string | null } } = await api2.get(
+        `/v1/projects/lister/vms?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      expect(page.body.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.items.map((v) => v.name));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(['node-4', 'node-3', 'node-2', 'node-1', 'node-0']);
+
+    const odd = await api2.get('/v1/projects/lister/vms?tag=tier:odd');
+    expect(odd.body.items.map((v: { name: string }) => v.name).sort()).toEqual(['node-1', 'node-3']);
+    const byName = await api2.get('/v1/projects/lister/vms?name=node-2&zone=local');
+    expect(byName.body.items).toHaveLength(1);
+    expect((await api2.get('/v1/projects/lister/vms?zone=elsewhere')).body.items).toHaveLength(0);
+    await eventually(async () => {
+      const res = await api2.get('/v1/projects/lister/vms?status=running');
+      return res.body.items.length === 5 ? true : undefined;
+    }, 'all five running');
+  });
+
+  it('never shows a provider detail to tenants', async () => {
+    const created = await create('secret-1');
+    await jobFinished(api, 'demo', created.body.job_id);
+    const bodies = [
+      await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`),
+      await api.get('/v1/projects/demo/vms'),
+      await api.get(`/v1/projects/demo/jobs/${created.body.job_id}`),
+      await api.get('/v1/zones'),
+      await api.get('/v1/images'),
+      await api.get('/v1/flavors'),
+    ].map((r) => JSON.stringify(r.body));
+    for (const body of bodies) {
+      const withoutCapabilities = body.replace(/"capabilities":\{[^}]*\}/g, '');
+      expect(withoutCapabilities).not.toMatch(PROVIDER_WORDS);
+    }
+  });
+});

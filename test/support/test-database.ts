@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+
+/** The PostgreSQL that .ci/run starts; developers point HCP_TEST_DATABASE_URL elsewhere if they like. */
+export const TEST_DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
+
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A database of its own for one test file, so suites never see each other's events or rows. */
+export async function createTestDatabase(prefix = 'hcp_e2e'): Promise<TestDatabase> {
+  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+}
+
+async function withAdmin<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs one query against a database (for assertions on tables HCP does not expose). */
+export async function queryDatabase<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
