@@ -1,7 +1,8 @@
 // Three projects so a developer can run the fast ones alone:
 //   unit        pure code, no servers                    (npm run test:fast)
-//   integration real PostgreSQL (contract suites, stores)  needs HCP_TEST_DATABASE_URL
-//   e2e         HCP over HTTP on a real PostgreSQL (slow)  needs HCP_TEST_DATABASE_URL
+//   integration real PostgreSQL (contract suites, stores)
+//   e2e         HCP over HTTP on a real PostgreSQL (slow)
+// Servers: HCP_TEST_DATABASE_URL when set (CI sets it), else an embedded PostgreSQL started for the run.
 const { pathsToModuleNameMapper } = require('ts-jest');
 const { compilerOptions } = require('./tsconfig.json');
 
@@ -16,6 +17,8 @@ const common = {
 module.exports = {
   // Only e2e and integration suites come near this; a unit test that does has a bug.
   testTimeout: 120_000,
+  globalSetup: '<rootDir>/test/support/test-postgres.global-setup.js',
+  globalTeardown: '<rootDir>/test/support/test-postgres.global-teardown.js',
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/{libs,src,projections}/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },

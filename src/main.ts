@@ -11,6 +11,7 @@ import { strictValidationPipe } from './api/http/validation';
 import { LIMITS } from './api/validation/limits';
 import { ConfigError, HcpConfig, loadConfig } from './config/hcp-config';
 import { openRuntime } from './runtime/hcp-runtime';
+import { publishOpenApi } from './api/openapi';
 
 /** Validates settings that belong to other modules, so a bad value stops the start like any other. */
 const simulatorFaultsCheck = (c: HcpConfig): string | null => {
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   app.use(expressErrorHandler(new NestLogger('http')));
   app.useGlobalPipes(strictValidationPipe());
   app.getHttpAdapter().getInstance().disable('x-powered-by');
+  publishOpenApi(app);
   await app.listen(config.port, config.host);
   // Close the runtime (database, embedded PostgreSQL) only after Nest has stopped its background work.
   const shutdown = async () => {

@@ -35,4 +35,11 @@ describe('configuration', () => {
       expect(example).toContain(`\n${v.name}=${v.default}\n`);
     }
   });
+
+  it('documents every variable in the README configuration table', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+    for (const v of CONFIG_VARIABLES) {
+      expect(readme).toContain(`| \`${v.name}\` |`);
+    }
+  });
 });

@@ -152,4 +152,11 @@ describe('VM lifecycle over HTTP', () => {
       expect(withoutCapabilities).not.toMatch(PROVIDER_WORDS);
     }
   });
+
+  it('publishes the API as OpenAPI 3 without a token', async () => {
+    const res = await api.as(undefined).get('/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v1/projects/{project_id}/vms', '/v1/projects/{project_id}/vms/{vm_id}/actions/stop', '/v1/projects/{project_id}/jobs/{job_id}']));
+  });
 });
