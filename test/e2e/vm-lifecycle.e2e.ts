@@ -159,4 +159,20 @@ describe('VM lifecycle over HTTP', () => {
     expect(res.body.openapi).toMatch(/^3\./);
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v1/projects/{project_id}/vms', '/v1/projects/{project_id}/vms/{vm_id}/actions/stop', '/v1/projects/{project_id}/jobs/{job_id}']));
   });
+
+  it('is not ready while the schema is not the one this release expects', async () => {
+    expect((await api.get('/health/ready')).status).toBe(200);
+    await queryDatabase(db.url, `INSERT INTO schema_migrations (timestamp, name) VALUES (9999999999999, 'FromTheFuture9999999999999')`);
+    try {
+      const res = await api.get('/health/ready');
+      expect(res.status).toBe(503);
+      expect(res.body.checks.schema).toEqual({ status: 'failing', reason: 'unknown_migrations: FromTheFuture9999999999999' });
+      expect(res.body.checks.database).toEqual({ status: 'ok' });
+      expect(JSON.stringify(res.body)).not.toContain(db.url);
+      expect((await api.get('/health/live')).status).toBe(200);
+    } finally {
+      await queryDatabase(db.url, `DELETE FROM schema_migrations WHERE name = 'FromTheFuture9999999999999'`);
+    }
+    expect((await api.get('/health/ready')).status).toBe(200);
+  });
 });
