@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { invalidRequest, notFound } from '@hcp/domain';
+import { invalidField, notFound } from '@hcp/domain';
 import { FlavorRow, ImageRow, ZoneRow } from './catalog.entities';
 
 /** Read access to zones, images and flavors for commands and the tenant API. */
@@ -42,14 +42,13 @@ export class CatalogService {
       this.db.getRepository(ImageRow).findOneBy({ id: imageId, visibility: 'public' }),
       this.db.getRepository(FlavorRow).findOneBy({ id: flavorId }),
     ]);
-    if (!zone) throw invalidRequest(`unknown zone ${JSON.stringify(zoneId)}`, { field: 'zone' });
-    if (!image) throw invalidRequest('unknown image_id', { field: 'image_id' });
-    if (!flavor) throw invalidRequest('unknown flavor_id', { field: 'flavor_id' });
+    if (!zone) throw invalidField('zone', `unknown zone ${JSON.stringify(zoneId)}`);
+    if (!image) throw invalidField('image_id', 'unknown image_id');
+    if (!flavor) throw invalidField('flavor_id', 'unknown flavor_id');
     const imageRef = image.provider_refs[zone.cluster_id];
-    if (!imageRef) throw invalidRequest(`image ${image.name} is not available in zone ${zone.id}`, { field: 'image_id' });
+    if (!imageRef) throw invalidField('image_id', `image ${image.name} is not available in zone ${zone.id}`);
     if (flavor.disk_gb < image.min_disk_gb || flavor.ram_mb < image.min_ram_mb) {
-      throw invalidRequest(`flavor ${flavor.name} is smaller than image ${image.name} needs`, {
-        field: 'flavor_id',
+      throw invalidField('flavor_id', `flavor ${flavor.name} is smaller than image ${image.name} needs`, {
         min_disk_gb: image.min_disk_gb,
         min_ram_mb: image.min_ram_mb,
       });

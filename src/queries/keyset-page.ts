@@ -1,5 +1,6 @@
 import { SelectQueryBuilder, ObjectLiteral } from 'typeorm';
-import { invalidRequest } from '@hcp/domain';
+import { isUUID } from 'class-validator';
+import { invalidField } from '@hcp/domain';
 
 export interface Page<T> {
   items: T[];
@@ -19,11 +20,19 @@ export function encodeCursor(key: CursorKey): string {
 export function decodeCursor(cursor: string): CursorKey {
   try {
     const [created_at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
-    if (typeof created_at !== 'string' || Number.isNaN(Date.parse(created_at)) || typeof id !== 'string' || !/^[0-9a-f-]{36}$/.test(id)) throw new Error();
+    // Checked as strictly as PostgreSQL will read them: a forged cursor is the caller's error, not ours.
+    // HCP writes the time with toISOString, so a genuine cursor's time reads back to itself exactly.
+    if (typeof created_at !== 'string' || !isRoundTripIso(created_at)) throw new Error();
+    if (typeof id !== 'string' || !isUUID(id)) throw new Error();
     return { created_at, id };
   } catch {
-    throw invalidRequest('cursor is not valid', { field: 'cursor' });
+    throw invalidField('cursor', 'cursor is not valid');
   }
+}
+
+function isRoundTripIso(text: string): boolean {
+  const time = new Date(text);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === text;
 }
 
 /**

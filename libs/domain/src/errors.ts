@@ -80,6 +80,9 @@ export class HcpError extends Error {
 
 export const invalidRequest = (message: string, details?: Record<string, unknown>) =>
   new HcpError('INVALID_REQUEST', message, details);
+/** A request field that is wrong, in the same `details.fields` shape the input validation uses. */
+export const invalidField = (field: string, message: string, extra?: Record<string, unknown>) =>
+  new HcpError('INVALID_REQUEST', message, { fields: [{ field, problems: [message] }], ...extra });
 export const notFound = (what: string) => new HcpError('NOT_FOUND', `${what} not found`);
 export const conflict = (message: string, details?: Record<string, unknown>) =>
   new HcpError('CONFLICT', message, details);
