@@ -1,31 +1,22 @@
-import type { HcpErrorShape, JobState } from '@hcp/domain';
+import type { JobState } from '@hcp/domain';
 
-export interface JobView {
-  id: string;
-  project_id: string;
-  type: string;
-  status: string;
-  resource_id: string;
-  attempts: number;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  error: HcpErrorShape | null;
-  trace_id: string;
-}
+const JOB_VIEW_FIELDS = [
+  'id',
+  'project_id',
+  'type',
+  'status',
+  'resource_id',
+  'attempts',
+  'created_at',
+  'started_at',
+  'finished_at',
+  'error',
+  'trace_id',
+] as const satisfies ReadonlyArray<keyof JobState>;
+
+/** A job as API.md shows it; the worker's parameters and the actor stay internal. */
+export type JobView = Pick<JobState, (typeof JOB_VIEW_FIELDS)[number]>;
 
 export function presentJob(job: JobState): JobView {
-  return {
-    id: job.id,
-    project_id: job.project_id,
-    type: job.type,
-    status: job.status,
-    resource_id: job.resource_id,
-    attempts: job.attempts,
-    created_at: job.created_at,
-    started_at: job.started_at,
-    finished_at: job.finished_at,
-    error: job.error,
-    trace_id: job.trace_id,
-  };
+  return Object.fromEntries(JOB_VIEW_FIELDS.map((field) => [field, job[field]])) as JobView;
 }
