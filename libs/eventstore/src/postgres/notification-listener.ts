@@ -20,22 +20,24 @@ export class NotificationListener {
     private readonly channel: string,
   ) {}
 
-  /** Registers a wake-up callback. Resolves once LISTEN is in place, or once the first attempt failed. */
-  async add(wake: () => void): Promise<void> {
+  /**
+   * Registers a wake-up callback and starts listening if nobody was. Callers need not wait for the
+   * connection: every callback is woken once LISTEN is in place, covering what was missed before.
+   */
+  add(wake: () => void): void {
     this.wakers.add(wake);
     if (!this.client && !this.connecting && !this.reconnectTimer) this.connecting = this.connect();
-    await this.connecting;
   }
 
-  /** Unregisters a callback; the last one out gives the connection back to the pool. */
+  /**
+   * Unregisters a callback; the last one out gives the connection back to the pool. A connection still
+   * being opened is not waited for (the database may be unreachable): connect() releases it on arrival.
+   */
   async remove(wake: () => void): Promise<void> {
     this.wakers.delete(wake);
     if (this.wakers.size > 0) return;
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = undefined;
-    await this.connecting;
-    // Someone may have subscribed while we waited; connect() itself releases a connection nobody wants.
-    if (this.wakers.size > 0) return;
     const client = this.client;
     this.client = undefined;
     if (client) await this.release(client);

@@ -38,6 +38,8 @@ export async function installPostgresEventStoreSchema(client: SqlRunner, schema 
   // `public` always exists, and CREATE SCHEMA would need a privilege the application role may lack.
   if (schema !== 'public') await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   // tx_id lets readers stay below the oldest in-flight writer (see PostgresEventStore and DESIGN.md).
+  // The identity must keep the default CACHE 1: per-session caches would hand out positions out of
+  // allocation order and break the ordering the subscriptions rely on.
   await client.query(`
     CREATE TABLE IF NOT EXISTS ${table} (
       position    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

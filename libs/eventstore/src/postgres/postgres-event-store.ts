@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from 'pg';
+import { escapeLiteral, type Pool, type PoolClient, type QueryResult } from 'pg';
 import {
   START_POSITION,
   WrongExpectedRevisionError,
@@ -13,6 +13,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
+import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
 import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
@@ -46,7 +47,7 @@ const EVENT_COLUMNS = `position::text AS position, stream_id, revision::text AS 
   type, data, metadata, recorded_at`;
 
 /** Readers stay strictly below the oldest transaction still in flight anywhere in the cluster. */
-const safeToRead = (alias: string): string => `${alias}.tx_id IS NOT NULL`;
+const safeToRead = (alias: string): string => `${alias}.tx_id < pg_snapshot_xmin(pg_current_snapshot())`;
 
 interface EventRow {
   position: string;
@@ -88,7 +89,10 @@ interface StreamState {
  *   order and position order agree. Without it, a writer could get an older id, be overtaken, draw a
  *   larger position and commit first while the younger writer with the smaller position is still open:
  *   its rows would pass the xmin test while the smaller position is still invisible.
- * Commits still run concurrently; only position allocation is serialised.
+ * Commits still run concurrently; only position allocation is serialised (measured: no visible cost).
+ *
+ * Subscribers wake on a NOTIFY sent right after each commit (see CommitNotifier for why it is not sent
+ * inside the append transaction) and poll as a fallback.
  */
 export class PostgresEventStore implements EventStore {
   private readonly pool: Pool;
@@ -96,6 +100,7 @@ export class PostgresEventStore implements EventStore {
   private readonly pollIntervalMs: number;
   private readonly subscriptionRetryMs: number;
   private readonly listener: NotificationListener;
+  private readonly notifier: CommitNotifier;
   private readonly subscriptions = new Set<PostgresSubscription>();
 
   constructor(options: PostgresEventStoreOptions) {
@@ -104,6 +109,7 @@ export class PostgresEventStore implements EventStore {
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     this.subscriptionRetryMs = options.subscriptionRetryMs ?? 30_000;
     this.listener = new NotificationListener(this.pool, this.names.channel);
+    this.notifier = new CommitNotifier(this.pool, this.names.channel);
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
@@ -173,6 +179,7 @@ export class PostgresEventStore implements EventStore {
   /** Stops every subscription of this store; the pool belongs to the caller and stays open. */
   async close(): Promise<void> {
     await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+    await this.notifier.flushed();
   }
 
   private async appendInTransaction(
@@ -182,11 +189,16 @@ export class PostgresEventStore implements EventStore {
     events: NewEvent[],
     expected: ExpectedRevision,
   ): Promise<AppendResult> {
-    const { table, streamLockKey, allocationLockKey, channel } = this.names;
-    await client.query('BEGIN');
-    // Appenders to one stream take turns, so the revision read below is still true at INSERT time.
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [streamLockKey(streamId)]);
-    const state = await this.readStreamState(client, streamId, events);
+    const { table, streamLockKey, allocationLockKey } = this.names;
+    // Each script is one round trip; every statement in it still gets its own snapshot (READ COMMITTED),
+    // so the state read sees whatever the previous holder of the stream lock committed.
+    const [, , stateResult] = await runScript(client, [
+      'BEGIN',
+      // Appenders to one stream take turns, so the revision read below is still true at INSERT time.
+      `SELECT pg_advisory_xact_lock(hashtextextended(${escapeLiteral(streamLockKey(streamId))}, 0))`,
+      streamStateSql(table, streamId, events),
+    ]);
+    const state = stateResult!.rows[0] as StreamState;
     if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
 
     const actual = state.revision === null ? 'no_stream' : BigInt(state.revision);
@@ -202,51 +214,32 @@ export class PostgresEventStore implements EventStore {
       return { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: BigInt(state.position ?? -1) };
     }
 
-    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [allocationLockKey]);
+    const firstRevision = actual === 'no_stream' ? 0n : actual + 1n;
+    const payload = JSON.stringify(events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} })));
+    const allocationLock = `hashtextextended(${escapeLiteral(allocationLockKey)}, 0)`;
+    // Set before sending: if the script fails anywhere, abort() must assume the lock may be held.
     allocation.locked = true;
-    const { rows } = await client.query<{ position: string; revision: string }>(
-      // The unlock sits after the aggregate over every inserted row, so it runs once the INSERT is done.
+    const [, appendedResult] = await runScript(client, [
+      `SELECT pg_advisory_lock(${allocationLock})`,
+      // The unlock sits after the aggregate over every inserted row, so it runs once the INSERT is done,
+      // and before COMMIT: the critical section never waits for a WAL flush.
       `WITH appended AS (
          INSERT INTO ${table} (stream_id, revision, event_id, type, data, metadata)
-         SELECT $1, $2::bigint + e.ord - 1, (e.event->>'id')::uuid, e.event->>'type', e.event->'data', e.event->'metadata'
-         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(event, ord)
+         SELECT ${escapeLiteral(streamId)}, ${firstRevision}::bigint + e.ord - 1, (e.event->>'id')::uuid,
+                e.event->>'type', e.event->'data', e.event->'metadata'
+         FROM jsonb_array_elements(${escapeLiteral(payload)}::jsonb) WITH ORDINALITY AS e(event, ord)
          ORDER BY e.ord
          RETURNING position, revision
        )
        SELECT max(position)::text AS position, max(revision)::text AS revision,
-              pg_advisory_unlock(hashtextextended($4, 0)) AS unlocked,
-              pg_notify($5, '') AS notified
+              pg_advisory_unlock(${allocationLock}) AS unlocked
        FROM appended`,
-      [
-        streamId,
-        (actual === 'no_stream' ? 0n : actual + 1n).toString(),
-        JSON.stringify(events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} }))),
-        allocationLockKey,
-        channel,
-      ],
-    );
+      'COMMIT',
+    ]);
     allocation.locked = false;
-    await client.query('COMMIT');
-    const row = rows[0]!;
+    this.notifier.committed();
+    const row = appendedResult!.rows[0] as { position: string; revision: string };
     return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
-  }
-
-  private async readStreamState(client: PoolClient, streamId: string, events: NewEvent[]): Promise<StreamState> {
-    const { table } = this.names;
-    const { rows } = await client.query<StreamState>(
-      `SELECT pg_current_xact_id_if_assigned() IS NULL AS fresh,
-              last.revision::text AS revision, last.position::text AS position,
-              (SELECT coalesce(json_agg(json_build_object(
-                        'id', x.event_id, 'stream', x.stream_id, 'revision', x.revision::text, 'position', x.position::text)
-                      ORDER BY x.position), '[]'::json)
-                 FROM ${table} x WHERE x.event_id = ANY($2::uuid[])) AS existing
-       FROM (SELECT 1) AS one
-       LEFT JOIN LATERAL (
-         SELECT revision, position FROM ${table} WHERE stream_id = $1 ORDER BY revision DESC LIMIT 1
-       ) AS last ON true`,
-      [streamId, events.map((e) => e.id)],
-    );
-    return rows[0]!;
   }
 
   /** Rolls back and frees the allocation lock; returns an error when the connection must not be reused. */
@@ -311,6 +304,31 @@ export class PostgresEventStore implements EventStore {
       blocked: !full && head > (scannedTo ?? after),
     };
   }
+}
+
+/** Ids are validated UUIDs and every string goes through escapeLiteral, so the script needs no parameters. */
+function streamStateSql(table: string, streamId: string, events: NewEvent[]): string {
+  const ids = `ARRAY[${events.map((e) => escapeLiteral(e.id)).join(', ')}]::uuid[]`;
+  return `SELECT pg_current_xact_id_if_assigned() IS NULL AS fresh,
+            last.revision::text AS revision, last.position::text AS position,
+            (SELECT coalesce(json_agg(json_build_object(
+                      'id', x.event_id, 'stream', x.stream_id, 'revision', x.revision::text, 'position', x.position::text)
+                    ORDER BY x.position), '[]'::json)
+               FROM ${table} x WHERE x.event_id = ANY(${ids})) AS existing
+     FROM (SELECT 1) AS one
+     LEFT JOIN LATERAL (
+       SELECT revision, position FROM ${table} WHERE stream_id = ${escapeLiteral(streamId)} ORDER BY revision DESC LIMIT 1
+     ) AS last ON true`;
+}
+
+/**
+ * Sends several statements in one simple-protocol message: one round trip instead of one per statement.
+ * Execution stops at the first failing statement, which then rejects the whole call.
+ */
+async function runScript(client: PoolClient, statements: string[]): Promise<QueryResult[]> {
+  // pg resolves a multi-statement text to one result per statement, which its typings do not express.
+  const result = (await client.query(statements.join(';\n'))) as QueryResult | QueryResult[];
+  return Array.isArray(result) ? result : [result];
 }
 
 function assertAppendable(events: NewEvent[]): void {

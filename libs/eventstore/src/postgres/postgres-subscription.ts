@@ -57,7 +57,7 @@ export class PostgresSubscription implements Subscription {
     let failure: { error: unknown } | undefined;
     const wake = (): void => this.wakeup.signal();
     try {
-      await this.config.listener.add(wake);
+      this.config.listener.add(wake);
       await this.run();
     } catch (error) {
       failure = { error };
