@@ -4,13 +4,11 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { PassportModule } from '@nestjs/passport';
 import { LoggerModule } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
-import { HcpAuthGuard, JwtStrategy } from '@hcp/auth';
+import { BearerTokenStrategy, TokenVerifier } from '@hcp/auth';
 import { DomainEventCodec } from '@hcp/eventstore';
-import { HealthController } from './api/health/health.controller';
+import { CONTROLLERS } from './api/controllers';
+import { AccessGuard } from './api/http/access.guard';
 import { HcpExceptionFilter } from './api/http/hcp-exception.filter';
-import { CatalogController } from './api/tenant/catalog.controller';
-import { JobsController } from './api/tenant/jobs.controller';
-import { VmsController } from './api/tenant/vms.controller';
 import { CatalogService } from './catalog/catalog.service';
 import { EVENT_STORE, HCP_CONFIG, HCP_RUNTIME } from './eventing/tokens';
 import { JobQueue } from './jobs/job-queue';
@@ -20,6 +18,7 @@ import { VmJobExecutor } from './jobs/vm-job.executor';
 import { loggerOptions } from './logging/logger-options';
 import { DriverRegistry } from './providers/driver-registry';
 import { BackgroundProcesses } from './runtime/background-processes';
+import { BreakGlassRecorder } from './security/break-glass.recorder';
 import { HcpRuntime } from './runtime/hcp-runtime';
 import { CreateVmHandler } from './vms/commands/create-vm.handler';
 import { DeleteVmHandler } from './vms/commands/delete-vm.handler';
@@ -41,7 +40,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [CqrsModule.forRoot(), PassportModule, LoggerModule.forRoot(loggerOptions(config.logLevel))],
-      controllers: [HealthController, CatalogController, VmsController, JobsController],
+      controllers: CONTROLLERS,
       providers: [
         { provide: HCP_RUNTIME, useValue: runtime },
         { provide: HCP_CONFIG, useValue: config },
@@ -49,17 +48,10 @@ export class AppModule {
         { provide: EVENT_STORE, useValue: runtime.eventStore },
         { provide: DomainEventCodec, useValue: runtime.codec },
         { provide: DriverRegistry, useValue: runtime.drivers },
-        {
-          provide: JwtStrategy,
-          useFactory: () =>
-            new JwtStrategy({
-              keys: runtime.verificationKeys,
-              issuer: config.auth.issuer,
-              audience: config.auth.audience,
-              clockSkewSeconds: config.auth.clockSkewSeconds,
-            }),
-        },
-        { provide: APP_GUARD, useClass: HcpAuthGuard },
+        { provide: TokenVerifier, useValue: runtime.tokenVerifier },
+        BearerTokenStrategy,
+        BreakGlassRecorder,
+        { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
         CatalogService,
         VmRepository,

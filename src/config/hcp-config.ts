@@ -26,7 +26,10 @@ export interface HcpConfig {
     issuer: string;
     audience: string;
     jwksFile: string | null;
+    jwksUrl: string | null;
+    jwksRefreshCooldownMs: number;
     clockSkewSeconds: number;
+    devHs256Secret: string | null;
   };
   jobs: {
     leaseMs: number;
@@ -62,6 +65,9 @@ export const CONFIG_VARIABLES: readonly VariableSpec[] = [
   { name: 'HCP_JWT_ISSUER', default: 'hcp-dev', description: 'required `iss` of tokens' },
   { name: 'HCP_JWT_AUDIENCE', default: 'hcp', description: 'required `aud` of tokens' },
   { name: 'HCP_JWKS_FILE', default: '', description: 'JWKS file with the gateway\'s public keys (HCP_AUTH_MODE=jwks)' },
+  { name: 'HCP_JWKS_URL', default: '', description: 'JWKS URL of the gateway (HCP_AUTH_MODE=jwks); cached, refetched on an unknown kid' },
+  { name: 'HCP_JWKS_REFRESH_COOLDOWN_MS', default: '30000', description: 'least time between two JWKS refetches' },
+  { name: 'HCP_JWT_DEV_HS256_SECRET', default: '', description: 'dev mode only: also accept HS256 tokens signed with this secret' },
   { name: 'HCP_JWT_CLOCK_SKEW_SECONDS', default: '30', description: 'tolerated clock skew for exp and nbf' },
   { name: 'HCP_JOB_LEASE_MS', default: '30000', description: 'job lease length; renewed at a third of it while the driver call runs' },
   { name: 'HCP_JOB_MAX_ATTEMPTS', default: '5', description: 'attempts of a job (errors and expired leases) before it fails' },
@@ -159,7 +165,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
       issuer: raw('HCP_JWT_ISSUER'),
       audience: raw('HCP_JWT_AUDIENCE'),
       jwksFile: raw('HCP_JWKS_FILE') || null,
+      jwksUrl: url('HCP_JWKS_URL', ['https:', 'http:']),
+      jwksRefreshCooldownMs: int('HCP_JWKS_REFRESH_COOLDOWN_MS', 1000, 3_600_000),
       clockSkewSeconds: int('HCP_JWT_CLOCK_SKEW_SECONDS', 0, 300),
+      devHs256Secret: raw('HCP_JWT_DEV_HS256_SECRET') || null,
     },
     jobs: {
       leaseMs: int('HCP_JOB_LEASE_MS', 1000, 3_600_000),
@@ -175,7 +184,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
   };
-  if (config.auth.mode === 'jwks' && !config.auth.jwksFile) problems.push('HCP_AUTH_MODE=jwks needs HCP_JWKS_FILE');
+  if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl) problems.push('HCP_AUTH_MODE=jwks needs exactly one of HCP_JWKS_FILE and HCP_JWKS_URL');
+  if (config.auth.devHs256Secret && config.auth.mode !== 'dev') problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');
+  if (config.auth.devHs256Secret && config.auth.devHs256Secret.length < 32) problems.push('HCP_JWT_DEV_HS256_SECRET must be at least 32 characters');
   for (const check of extraChecks) {
     const problem = check(config);
     if (problem) problems.push(problem);

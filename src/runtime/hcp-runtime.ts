@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
-import { loadOrCreateDevSigningKey, VerificationKeys } from '@hcp/auth';
+import { createPublicKey } from 'node:crypto';
+import { exportJWK } from 'jose';
+import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
 import { createHcpUpcasters } from '@hcp/domain';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
 import { SimulatorDriver, SimulatorFaults, SimulatorState, simulatorLatency } from '@hcp/providers';
@@ -23,7 +25,7 @@ export interface HcpRuntime {
   pool: Pool;
   eventStore: EventStore;
   codec: DomainEventCodec;
-  verificationKeys: VerificationKeys;
+  tokenVerifier: TokenVerifier;
   drivers: DriverRegistry;
   close(): Promise<void>;
 }
@@ -54,13 +56,13 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
       : new PostgresEventStore({ pool });
     closers.push(() => eventStore.close());
 
-    const verificationKeys =
-      config.auth.mode === 'jwks'
-        ? VerificationKeys.fromJwksFile(config.auth.jwksFile!)
-        : (() => {
-            const key = loadOrCreateDevSigningKey(config.dataDir);
-            return VerificationKeys.fromPem(key.kid, key.alg, key.publicKeyPem);
-          })();
+    const tokenVerifier = new TokenVerifier({
+      keys: await keySource(config),
+      issuer: config.auth.issuer,
+      audience: config.auth.audience,
+      clockSkewSeconds: config.auth.clockSkewSeconds,
+      ...(config.auth.devHs256Secret ? { devHs256Secret: config.auth.devHs256Secret } : {}),
+    });
 
     const drivers = new DriverRegistry();
     const simulator = new SimulatorDriver({
@@ -74,9 +76,21 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     closers.push(() => drivers.closeAll());
     if (config.seedCatalog) await seedLocalCatalog(dataSource, simulator.capabilities());
 
-    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), verificationKeys, drivers, close };
+    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), tokenVerifier, drivers, close };
   } catch (err) {
     await close();
     throw err;
   }
+}
+
+/** The gateway's JWKS in production; in dev mode, the data folder's own signing key as a one-key set. */
+async function keySource(config: HcpConfig): Promise<KeySource> {
+  const { auth } = config;
+  if (auth.mode === 'jwks' && auth.jwksUrl) {
+    return { kind: 'jwks_url', url: auth.jwksUrl, refreshCooldownMs: auth.jwksRefreshCooldownMs, cacheMaxAgeMs: 10 * 60_000, timeoutMs: 5000 };
+  }
+  if (auth.mode === 'jwks') return { kind: 'jwks_file', path: auth.jwksFile!, refreshCooldownMs: auth.jwksRefreshCooldownMs };
+  const key = loadOrCreateDevSigningKey(config.dataDir);
+  const jwk = await exportJWK(createPublicKey(key.publicKeyPem));
+  return { kind: 'jwks', jwks: { keys: [{ ...jwk, kid: key.kid, alg: key.alg, use: 'sig' }] } };
 }

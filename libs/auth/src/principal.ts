@@ -1,5 +1,3 @@
-import { HcpError } from '@hcp/domain';
-
 export const TENANT_ROLES = ['viewer', 'operator', 'admin', 'owner'] as const;
 export type TenantRole = (typeof TENANT_ROLES)[number];
 export const OPS_ROLES = ['cloud-operator', 'infra-admin', 'security-auditor', 'break-glass'] as const;
@@ -10,20 +8,6 @@ export interface Principal {
   sub: string;
   projects: Record<string, TenantRole>;
   opsRoles: OpsRole[];
-}
-
-const RANK: Record<TenantRole, number> = { viewer: 0, operator: 1, admin: 2, owner: 3 };
-
-/**
- * Tenant authorization for one project. A project without a binding answers NOT_FOUND, so nobody can
- * probe which projects or ids exist; a binding with too low a role answers FORBIDDEN.
- */
-export function authorizeProject(principal: Principal, projectId: string, atLeast: TenantRole): void {
-  const role = Object.prototype.hasOwnProperty.call(principal.projects, projectId) ? principal.projects[projectId] : undefined;
-  if (!role) throw new HcpError('NOT_FOUND', 'project not found');
-  if (RANK[role] < RANK[atLeast]) {
-    throw new HcpError('FORBIDDEN', `this action needs the ${atLeast} role in the project`, { required_role: atLeast });
-  }
 }
 
 /** Turns verified claims into a Principal, or null when they do not have HCP's shape. */

@@ -7,3 +7,4 @@ export * from './job/job.events';
 export * from './job/job.state-machine';
 export * from './job/job-of-request';
 export * from './events/registry';
+export * from './security/security.events';

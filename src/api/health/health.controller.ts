@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { Public } from '@hcp/auth';
+
 import { HCP_RUNTIME } from '../../eventing/tokens';
 import { schemaStatus } from '../../persistence/data-source';
 import { HcpRuntime } from '../../runtime/hcp-runtime';
@@ -9,7 +9,6 @@ type Check = { status: 'ok' } | { status: 'failing'; reason: string };
 
 /** Liveness says the process runs; readiness says it can serve: database, event store and schema. */
 @Controller('health')
-@Public()
 export class HealthController {
   constructor(@Inject(HCP_RUNTIME) private readonly runtime: HcpRuntime) {}
 

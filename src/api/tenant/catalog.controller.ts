@@ -1,12 +1,11 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { AnyProjectMember } from '@hcp/auth';
+
 import { FlavorRow, ImageRow, ZoneRow } from '../../catalog/catalog.entities';
 import { CatalogService } from '../../catalog/catalog.service';
 import { UuidPipe } from './params';
 
 /** Zones, images and flavors as tenants see them: no provider, cluster or template reference. */
 @Controller('v1')
-@AnyProjectMember()
 export class CatalogController {
   constructor(private readonly catalog: CatalogService) {}
 

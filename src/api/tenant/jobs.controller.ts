@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ProjectRole } from '@hcp/auth';
+
 import { JobQueries } from '../../jobs/job.queries';
 import { LIMITS } from '../validation/limits';
 import { ListJobsQueryDto } from './dto/vm.dto';
@@ -10,13 +10,11 @@ export class JobsController {
   constructor(private readonly jobs: JobQueries) {}
 
   @Get()
-  @ProjectRole('viewer')
   list(@Param('project_id', ProjectIdPipe) projectId: string, @Query() query: ListJobsQueryDto) {
     return this.jobs.list(projectId, { resource_id: query.resource_id, status: query.status }, query.limit ?? LIMITS.listLimit.default, query.cursor);
   }
 
   @Get(':job_id')
-  @ProjectRole('viewer')
   get(@Param('project_id', ProjectIdPipe) projectId: string, @Param('job_id', UuidPipe) jobId: string) {
     return this.jobs.get(projectId, jobId);
   }

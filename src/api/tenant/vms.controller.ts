@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { Request, Response } from 'express';
-import { CurrentPrincipal, Principal, ProjectRole } from '@hcp/auth';
+import { Principal } from '@hcp/auth';
+import { CurrentPrincipal } from '../http/access.guard';
 import { CreateVmCommand } from '../../vms/commands/create-vm.handler';
 import { DeleteVmCommand } from '../../vms/commands/delete-vm.handler';
 import { RebootVmCommand } from '../../vms/commands/reboot-vm.handler';
@@ -24,7 +25,6 @@ export class VmsController {
   ) {}
 
   @Get()
-  @ProjectRole('viewer')
   list(@Param('project_id', ProjectIdPipe) projectId: string, @Query() query: ListVmsQueryDto) {
     const tags = query.tag?.map((t) => {
       const at = t.indexOf(':');
@@ -34,47 +34,40 @@ export class VmsController {
   }
 
   @Post()
-  @ProjectRole('admin')
   create(@Param('project_id', ProjectIdPipe) projectId: string, @Body() body: CreateVmDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new CreateVmCommand(projectId, body, context(who, req))));
   }
 
   @Get(':vm_id')
-  @ProjectRole('viewer')
   get(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string): Promise<VmView> {
     return this.vms.get(projectId, vmId);
   }
 
   @Patch(':vm_id')
-  @ProjectRole('admin')
   async update(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: UpdateVmDto, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<VmView> {
     const vm = await this.commands.execute(new UpdateVmLabelsCommand(projectId, vmId, body, context(who, req)));
     return presentVm(vm);
   }
 
   @Delete(':vm_id')
-  @ProjectRole('admin')
   @HttpCode(202)
   delete(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new DeleteVmCommand(projectId, vmId, context(who, req))));
   }
 
   @Post(':vm_id/actions/start')
-  @ProjectRole('operator')
   @HttpCode(202)
   start(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() _body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new StartVmCommand(projectId, vmId, context(who, req))));
   }
 
   @Post(':vm_id/actions/stop')
-  @ProjectRole('operator')
   @HttpCode(202)
   stop(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new StopVmCommand(projectId, vmId, body.force ?? false, context(who, req))));
   }
 
   @Post(':vm_id/actions/reboot')
-  @ProjectRole('operator')
   @HttpCode(202)
   reboot(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new RebootVmCommand(projectId, vmId, body.force ?? false, context(who, req))));
