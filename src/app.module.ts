@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { PassportModule } from '@nestjs/passport';
 import { LoggerModule } from 'nestjs-pino';
@@ -9,6 +9,8 @@ import { DomainEventCodec } from '@hcp/eventstore';
 import { CONTROLLERS } from './api/controllers';
 import { AccessGuard } from './api/http/access.guard';
 import { HcpExceptionFilter } from './api/http/hcp-exception.filter';
+import { IdempotencyInterceptor } from './api/http/idempotency.interceptor';
+import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
 import { EVENT_STORE, HCP_CONFIG, HCP_RUNTIME } from './eventing/tokens';
 import { JobQueue } from './jobs/job-queue';
@@ -53,6 +55,8 @@ export class AppModule {
         BreakGlassRecorder,
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
+        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+        IdempotencyStore,
         CatalogService,
         VmRepository,
         JobRepository,

@@ -10,7 +10,7 @@ function declaredRoutes(): string[] {
   for (const controller of CONTROLLERS) {
     const base = Reflect.getMetadata(PATH_METADATA, controller) as string;
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-      const handler = controller.prototype[name];
+      const handler = (controller.prototype as unknown as Record<string, object>)[name];
       if (name === 'constructor' || typeof handler !== 'function') continue;
       const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
       const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;

@@ -1,16 +1,13 @@
-import { createHash } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { Capabilities } from '@hcp/providers';
+import { nameBasedId } from '../eventing/name-based-id';
 
 export const LOCAL_ZONE = 'local';
 export const LOCAL_PROVIDER_ID = 'simulator-local';
 export const LOCAL_CLUSTER_ID = 'simulator-local-cluster';
 
 /** A stable UUID for a seeded name, so every install of the embedded default has the same ids. */
-export function seededId(kind: string, name: string): string {
-  const h = createHash('sha256').update(`hcp-seed:${kind}:${name}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
+export const seededId = (kind: string, name: string): string => nameBasedId('hcp-seed', kind, name);
 
 const IMAGES = [
   { name: 'ubuntu-24.04', os: 'linux', min_disk_gb: 8, min_ram_mb: 512 },

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { queryReturning } from '../persistence/returning';
 
 /** Channel that wakes idle workers when jobs become due. */
 export const JOB_QUEUE_CHANNEL = 'hcp_job_queue';
@@ -45,7 +46,8 @@ export class JobQueue {
   }
 
   async lease(owner: string, leaseMs: number, limit: number): Promise<LeasedJob[]> {
-    const rows = await this.returning(
+    const rows = await queryReturning(
+      this.db,
       `WITH due AS (
          SELECT job_id, status AS previous_status FROM job_queue
          WHERE (status = 'queued' AND available_at <= now()) OR (status = 'leased' AND lease_expires_at < now())
@@ -64,7 +66,8 @@ export class JobQueue {
 
   /** Extends the lease; false when it was lost (expired and taken by another worker). */
   async renew(jobId: string, owner: string, leaseMs: number): Promise<boolean> {
-    const rows = await this.returning(
+    const rows = await queryReturning(
+      this.db,
       `UPDATE job_queue SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
        WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased' RETURNING job_id`,
       [jobId, owner, leaseMs],
@@ -86,15 +89,5 @@ export class JobQueue {
        WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased'`,
       [jobId, owner],
     );
-  }
-
-  /** Rows of an UPDATE ... RETURNING (TypeORM's plain `query` answers [rows, count] for UPDATEs). */
-  private async returning(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    const runner = this.db.createQueryRunner();
-    try {
-      return (await runner.query(sql, params, true)).records;
-    } finally {
-      await runner.release();
-    }
   }
 }

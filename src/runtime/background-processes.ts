@@ -10,7 +10,10 @@ import { JobQueueListener } from '../jobs/job-queue.listener';
 import { JobRepository } from '../jobs/job.repository';
 import { JobWorker } from '../jobs/job-worker';
 import { VmJobExecutor } from '../jobs/vm-job.executor';
+import { IdempotencyStore } from '../idempotency/idempotency-store';
 import { HcpRuntime } from './hcp-runtime';
+
+const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
 
 /**
  * The long-running parts of a process, chosen by HCP_ROLES: projection runners (one active instance per
@@ -23,6 +26,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
   readonly projections: ProjectionRunner[] = [];
   private worker: JobWorker | null = null;
   private listener: JobQueueListener | null = null;
+  private purge: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
@@ -30,10 +34,18 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     private readonly jobs: JobRepository,
     private readonly queue: JobQueue,
     private readonly executor: VmJobExecutor,
+    private readonly idempotency: IdempotencyStore,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const { dataSource, eventStore, codec, pool } = this.runtime;
+    if (this.config.roles.includes('api')) {
+      // Every API process purges; the DELETE is idempotent, so running it in several is harmless.
+      this.purge = setInterval(() => {
+        this.idempotency.purgeExpired().catch((err) => this.logger.warn(`purging idempotency keys failed: ${(err as Error).message}`));
+      }, IDEMPOTENCY_PURGE_MS);
+      this.purge.unref();
+    }
     if (this.config.roles.includes('projections')) {
       for (const projection of [vmReadModelProjection(), jobReadModelProjection(), new JobDispatcherProjection(this.jobs, this.queue)]) {
         const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
@@ -60,6 +72,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (this.purge) clearInterval(this.purge);
     await this.listener?.stop();
     await this.worker?.stop();
     await Promise.all(this.projections.map((p) => p.stop()));

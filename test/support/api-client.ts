@@ -42,7 +42,7 @@ export class ApiClient {
     return { status: res.status, headers: res.headers, body: await parse(res) };
   }
 
-  private async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
     const res = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: { ...this.auth(), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },

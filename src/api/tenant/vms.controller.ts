@@ -13,6 +13,7 @@ import { JobAccepted, RequestContext } from '../../vms/request-context';
 import { presentVm, VmView } from '../../vms/vm.presenter';
 import { VmQueries } from '../../vms/vm.queries';
 import { LIMITS } from '../validation/limits';
+import { IdempotentRequest } from '../http/idempotency.interceptor';
 import { traceIdOf } from '../http/request-id';
 import { CreateVmDto, ListVmsQueryDto, UpdateVmDto, VmActionDto } from './dto/vm.dto';
 import { ProjectIdPipe, UuidPipe } from './params';
@@ -74,8 +75,8 @@ export class VmsController {
   }
 }
 
-function context(who: Principal, req: Request): RequestContext {
-  return { actor: who.sub, traceId: traceIdOf(req) };
+function context(who: Principal, req: IdempotentRequest): RequestContext {
+  return { actor: who.sub, traceId: traceIdOf(req), ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}) };
 }
 
 /** 202 with the job's address in `Location`. */

@@ -1,10 +1,9 @@
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { randomUUID } from 'node:crypto';
-import { decideVm, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { decideVm, HcpError, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
 import { CatalogService } from '../../catalog/catalog.service';
 import { eventContext } from '../../eventing/event-context';
 import { JobRepository } from '../../jobs/job.repository';
-import { JobAccepted, RequestContext } from '../request-context';
+import { idsFor, JobAccepted, RequestContext } from '../request-context';
 import { VmRepository } from '../vm.repository';
 
 export interface CreateVmInput {
@@ -34,8 +33,8 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
 
   async execute({ projectId, input, ctx }: CreateVmCommand): Promise<JobAccepted> {
     const { zone, flavor, imageRef } = await this.catalog.resolveForCreate(input.zone, input.image_id, input.flavor_id);
-    const vmId = randomUUID();
-    const jobId = randomUUID();
+    const vmId = idsFor(ctx, projectId, 'vm');
+    const jobId = idsFor(ctx, projectId, 'job');
     const data: VmCreateRequestedData = {
       vm_id: vmId,
       project_id: projectId,
@@ -54,8 +53,19 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
     };
     const context = eventContext(ctx.actor, ctx.traceId);
     const events = decideVm(null, { type: 'create', data });
-    await this.vms.append({ id: vmId, state: null, revision: 'no_stream' }, events, context);
+    try {
+      await this.vms.append({ id: vmId, state: null, revision: 'no_stream' }, events, context);
+    } catch (err) {
+      if (!(await this.isRetryOf(err, projectId, vmId, jobId))) throw err;
+    }
     await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
+  }
+
+  /** With derived ids, the stream exists only if an earlier try of this very request created it. */
+  private async isRetryOf(err: unknown, projectId: string, vmId: string, jobId: string): Promise<boolean> {
+    if (!(err instanceof HcpError) || err.code !== 'CONFLICT') return false;
+    const first = await this.vms.creationRequest(vmId).catch(() => null);
+    return first?.project_id === projectId && first.job_id === jobId;
   }
 }

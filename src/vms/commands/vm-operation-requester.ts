@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { decideVm, jobQueuedFor, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
 import { eventContext } from '../../eventing/event-context';
 import { JobRepository } from '../../jobs/job.repository';
-import { JobAccepted, RequestContext } from '../request-context';
+import { idsFor, JobAccepted, RequestContext } from '../request-context';
 import { VmRepository } from '../vm.repository';
 
 type OperationCommand = Extract<VmCommand, { job_id: string }>;
@@ -20,17 +19,19 @@ export class VmOperationRequester {
   ) {}
 
   async request(projectId: string, vmId: string, ctx: RequestContext, command: (jobId: string) => OperationCommand): Promise<JobAccepted> {
-    const jobId = randomUUID();
+    const jobId = idsFor(ctx, projectId, 'job');
     const context = eventContext(ctx.actor, ctx.traceId);
     const { events } = await this.vms.update(
       vmId,
       (state) => {
         if (!state || state.project_id !== projectId) throw notFound('VM');
+        // A retry of an idempotent request whose first try got this far: the job exists already.
+        if (state.last_job_id === jobId) return [];
         return decideVm(state, command(jobId));
       },
       context,
     );
-    await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    if (events.length > 0) await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
   }
 }
