@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { PassportModule } from '@nestjs/passport';
+import { ThrottlerModule } from '@nestjs/throttler';
 import { LoggerModule } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { BearerTokenStrategy, TokenVerifier } from '@hcp/auth';
@@ -10,6 +11,7 @@ import { CONTROLLERS } from './api/controllers';
 import { AccessGuard } from './api/http/access.guard';
 import { HcpExceptionFilter } from './api/http/hcp-exception.filter';
 import { IdempotencyInterceptor } from './api/http/idempotency.interceptor';
+import { rateLimits, RateLimitGuard } from './api/http/rate-limit.guard';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
 import { EVENT_STORE, HCP_CONFIG, HCP_RUNTIME } from './eventing/tokens';
@@ -41,7 +43,12 @@ export class AppModule {
     const { config } = runtime;
     return {
       module: AppModule,
-      imports: [CqrsModule.forRoot(), PassportModule, LoggerModule.forRoot(loggerOptions(config.logLevel))],
+      imports: [
+        CqrsModule.forRoot(),
+        PassportModule,
+        LoggerModule.forRoot(loggerOptions(config.logLevel)),
+        ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
+      ],
       controllers: CONTROLLERS,
       providers: [
         { provide: HCP_RUNTIME, useValue: runtime },
@@ -53,7 +60,9 @@ export class AppModule {
         { provide: TokenVerifier, useValue: runtime.tokenVerifier },
         BearerTokenStrategy,
         BreakGlassRecorder,
+        // Guards run in this order: who is calling and may they, then how often.
         { provide: APP_GUARD, useClass: AccessGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         IdempotencyStore,

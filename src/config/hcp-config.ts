@@ -44,6 +44,7 @@ export interface HcpConfig {
     faults: string;
   };
   seedCatalog: boolean;
+  rateLimit: { perActorPerMinute: number; perProjectPerMinute: number };
 }
 
 interface VariableSpec {
@@ -77,6 +78,8 @@ export const CONFIG_VARIABLES: readonly VariableSpec[] = [
   { name: 'HCP_WORKER_POLL_MS', default: '250', description: 'how often an idle worker looks for due jobs' },
   { name: 'HCP_SIMULATOR_LATENCY_SCALE', default: '1', description: 'multiplier of the simulator\'s step latencies (0 = instant)' },
   { name: 'HCP_SIMULATOR_FAULTS', default: '', description: 'simulator fault injection, e.g. create=fail,stop=timeout,reboot=fail@0.3' },
+  { name: 'HCP_RATE_LIMIT_ACTOR_PER_MINUTE', default: '1200', description: 'requests one actor may make per minute (per API process)' },
+  { name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE', default: '3000', description: 'requests to one project per minute, all actors together (per API process)' },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
 ];
 
@@ -183,6 +186,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
       faults: raw('HCP_SIMULATOR_FAULTS'),
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
+    rateLimit: {
+      perActorPerMinute: int('HCP_RATE_LIMIT_ACTOR_PER_MINUTE', 1, 10_000_000),
+      perProjectPerMinute: int('HCP_RATE_LIMIT_PROJECT_PER_MINUTE', 1, 10_000_000),
+    },
   };
   if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl) problems.push('HCP_AUTH_MODE=jwks needs exactly one of HCP_JWKS_FILE and HCP_JWKS_URL');
   if (config.auth.devHs256Secret && config.auth.mode !== 'dev') problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');

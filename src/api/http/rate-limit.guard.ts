@@ -1,0 +1,45 @@
+import { ExecutionContext, Injectable } from '@nestjs/common';
+import { ThrottlerGuard, ThrottlerLimitDetail, ThrottlerModuleOptions } from '@nestjs/throttler';
+import type { Request, Response } from 'express';
+import { HcpError } from '@hcp/domain';
+import type { Principal } from '@hcp/auth';
+
+type LimitedRequest = Request & { user?: Principal };
+
+/**
+ * Two budgets per window: one per actor (a token's `sub`) and one per project (all its members
+ * together), so neither a runaway script nor a busy project starves the others. Runs after the access
+ * guard (it needs the verified actor); unauthenticated routes (health) are not limited.
+ */
+export function rateLimits(perActorPerMinute: number, perProjectPerMinute: number): ThrottlerModuleOptions {
+  const anonymous = (context: ExecutionContext) => !context.switchToHttp().getRequest<LimitedRequest>().user;
+  return {
+    // One budget across all routes, not one per route (the library's default key includes the handler).
+    generateKey: (_context, tracker) => tracker,
+    throttlers: [
+      {
+        name: 'actor',
+        ttl: 60_000,
+        limit: perActorPerMinute,
+        skipIf: anonymous,
+        getTracker: (req: Record<string, unknown>) => `actor:${(req as unknown as LimitedRequest).user?.sub}`,
+      },
+      {
+        name: 'project',
+        ttl: 60_000,
+        limit: perProjectPerMinute,
+        skipIf: (context) => anonymous(context) || typeof context.switchToHttp().getRequest<LimitedRequest>().params.project_id !== 'string',
+        getTracker: (req: Record<string, unknown>) => `project:${(req as unknown as LimitedRequest).params.project_id}`,
+      },
+    ],
+  };
+}
+
+@Injectable()
+export class RateLimitGuard extends ThrottlerGuard {
+  protected override async throwThrottlingException(context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    const res = context.switchToHttp().getResponse<Response>();
+    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire))));
+    throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit: detail.tracker.startsWith('project:') ? 'project' : 'actor' });
+  }
+}
