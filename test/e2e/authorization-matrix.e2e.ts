@@ -1,0 +1,138 @@
+import { ROUTE_POLICIES } from '@hcp/auth';
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { seededChoice } from '../support/catalog';
+import { HcpProcess } from '../support/hcp-process';
+import { createTestDatabase, TestDatabase } from '../support/test-database';
+
+/**
+ * Every route of the route table x every role x own project / foreign project / no binding, with the
+ * exact status each must answer. The expectations below are written from API.md's role tables, not
+ * derived from the code under test, so a wrong policy entry makes this fail.
+ */
+
+type Caller =
+  | { kind: 'tenant'; role: 'viewer' | 'operator' | 'admin' | 'owner' }
+  | { kind: 'ops'; role: 'cloud-operator' | 'infra-admin' | 'security-auditor' }
+  | { kind: 'break-glass'; withReason: boolean };
+type Relation = 'own' | 'foreign' | 'none';
+
+const CALLERS: Caller[] = [
+  { kind: 'tenant', role: 'viewer' },
+  { kind: 'tenant', role: 'operator' },
+  { kind: 'tenant', role: 'admin' },
+  { kind: 'tenant', role: 'owner' },
+  { kind: 'ops', role: 'cloud-operator' },
+  { kind: 'ops', role: 'infra-admin' },
+  { kind: 'ops', role: 'security-auditor' },
+  { kind: 'break-glass', withReason: false },
+  { kind: 'break-glass', withReason: true },
+];
+const RELATIONS: Relation[] = ['own', 'foreign', 'none'];
+const RANK = { viewer: 0, operator: 1, admin: 2, owner: 3 } as const;
+
+/** API.md's tenant table: the least role per route, and what a permitted call answers. */
+const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: number; vmState?: 'running' | 'stopped' }> = {
+  'GET /v1/zones': { least: 'any', ok: 200 },
+  'GET /v1/images': { least: 'any', ok: 200 },
+  'GET /v1/images/:id': { least: 'any', ok: 200 },
+  'GET /v1/flavors': { least: 'any', ok: 200 },
+  'GET /v1/flavors/:id': { least: 'any', ok: 200 },
+  'GET /v1/projects/:project_id/vms': { least: 'viewer', ok: 200 },
+  'POST /v1/projects/:project_id/vms': { least: 'admin', ok: 202 },
+  'GET /v1/projects/:project_id/vms/:vm_id': { least: 'viewer', ok: 200 },
+  'PATCH /v1/projects/:project_id/vms/:vm_id': { least: 'admin', ok: 200, vmState: 'running' },
+  'DELETE /v1/projects/:project_id/vms/:vm_id': { least: 'admin', ok: 202, vmState: 'running' },
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/start': { least: 'operator', ok: 202, vmState: 'stopped' },
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/stop': { least: 'operator', ok: 202, vmState: 'running' },
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': { least: 'operator', ok: 202, vmState: 'running' },
+  'GET /v1/projects/:project_id/jobs': { least: 'viewer', ok: 200 },
+  'GET /v1/projects/:project_id/jobs/:job_id': { least: 'viewer', ok: 200 },
+};
+const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready']);
+
+function expectedStatus(route: string, caller: Caller, relation: Relation): number {
+  if (PUBLIC_ROUTES.has(route)) return 200;
+  const spec = TENANT_ROUTES[route];
+  if (!spec) throw new Error(`no expectation written for ${route}: add it to this matrix`);
+  if (caller.kind === 'break-glass') return caller.withReason ? spec.ok : 403;
+  if (caller.kind === 'ops') return 403; // ops reach tenant paths only as break-glass
+  if (spec.least === 'any') return relation === 'none' ? 403 : spec.ok;
+  if (relation !== 'own') return 404; // no binding to the route's project: never reveal it exists
+  return RANK[caller.role] >= RANK[spec.least] ? spec.ok : 403;
+}
+
+describe('authorization matrix', () => {
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let admin: ApiClient;
+  let choice: { image_id: string; flavor_id: string };
+  const fixtures = { ownVm: '', ownJob: '', foreignVm: '', foreignJob: '' };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '1000000', HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '1000000' },
+    });
+    admin = new ApiClient(hcp.baseUrl, hcp.token('fixture-admin', { own: 'owner', foreign: 'owner' }));
+    choice = await seededChoice(admin);
+    const own = await vmIn('own', 'running');
+    const foreign = await vmIn('foreign', 'running');
+    Object.assign(fixtures, { ownVm: own.vm, ownJob: own.job, foreignVm: foreign.vm, foreignJob: foreign.job });
+  });
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+  });
+
+  async function vmIn(project: string, state: 'running' | 'stopped'): Promise<{ vm: string; job: string }> {
+    const res = await admin.post(`/v1/projects/${project}/vms`, { name: `fx-${state}`, zone: 'local', ...choice, power_on: state === 'running' });
+    expect(res.status).toBe(202);
+    expect((await jobFinished(admin, project, res.body.job_id)).status).toBe('succeeded');
+    await eventually(async () => ((await admin.get(`/v1/projects/${project}/vms/${res.body.resource_id}`)).body.status === state ? true : undefined), `${state} VM`);
+    return { vm: res.body.resource_id, job: res.body.job_id };
+  }
+
+  function tokenFor(caller: Caller, relation: Relation): string {
+    if (caller.kind === 'tenant') {
+      if (relation === 'none') return hcp.token(`t-${caller.role}-none`, {});
+      // "foreign": bound (with this role) to a project other than the route's.
+      return hcp.token(`t-${caller.role}`, relation === 'own' ? { own: caller.role } : { elsewhere: caller.role });
+    }
+    return hcp.token(`ops-${caller.kind === 'ops' ? caller.role : 'glass'}`, {}, [caller.kind === 'ops' ? caller.role : 'break-glass']);
+  }
+
+  const cases = Object.keys(ROUTE_POLICIES).flatMap((route) => CALLERS.flatMap((caller) => RELATIONS.map((relation) => ({ route, caller, relation }))));
+
+  it('covers every route in the table', () => {
+    for (const route of Object.keys(ROUTE_POLICIES)) expect(PUBLIC_ROUTES.has(route) || route in TENANT_ROUTES).toBe(true);
+    expect(cases.length).toBe(Object.keys(ROUTE_POLICIES).length * CALLERS.length * RELATIONS.length);
+  });
+
+  it.each(cases.map((c) => [c.route, describeCaller(c.caller), c.relation, c] as const))('%s as %s, %s project', async (route, _who, relation, { caller }) => {
+    const expected = expectedStatus(route, caller, relation);
+    const [method, pattern] = route.split(' ');
+    const project = relation === 'own' ? 'own' : 'foreign';
+    const spec = TENANT_ROUTES[route];
+    // A call that will be let through and changes a VM gets a fresh VM in the state it needs.
+    let vmId = project === 'own' ? fixtures.ownVm : fixtures.foreignVm;
+    if (expected === spec?.ok && spec.vmState) vmId = (await vmIn(project, spec.vmState)).vm;
+    const path = pattern
+      .replace(':project_id', project)
+      .replace(':vm_id', vmId)
+      .replace(':job_id', project === 'own' ? fixtures.ownJob : fixtures.foreignJob)
+      .replace(':id', route.includes('images') ? choice.image_id : choice.flavor_id);
+    const body = method === 'GET' || method === 'DELETE' ? undefined : route.endsWith('/vms') ? { name: 'matrix', zone: 'local', ...choice } : route.startsWith('PATCH') ? { tags: { m: 'x' } } : {};
+    const headers: Record<string, string> = caller.kind === 'break-glass' && caller.withReason ? { 'x-break-glass-reason': 'authorization matrix test' } : {};
+    const res = await new ApiClient(hcp.baseUrl, tokenFor(caller, relation)).request(method, path, body, headers);
+    expect({ route, status: res.status }).toEqual({ route, status: expected });
+    if (expected >= 400) expect(res.body.error.trace_id).toBe(res.headers.get('x-request-id'));
+  });
+});
+
+function describeCaller(caller: Caller): string {
+  if (caller.kind === 'break-glass') return `break-glass ${caller.withReason ? 'with' : 'without'} reason`;
+  return `${caller.kind} ${caller.role}`;
+}
