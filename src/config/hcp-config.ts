@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { SECRETS_CONFIG_VARIABLES } from '@hcp/secrets';
 
 /**
  * Every configuration variable of HCP, read in this one place and validated at start. A bad value stops
@@ -53,7 +54,7 @@ interface VariableSpec {
   description: string;
 }
 
-export const CONFIG_VARIABLES: readonly VariableSpec[] = [
+const CORE_VARIABLES: readonly VariableSpec[] = [
   { name: 'PORT', default: '8080', description: 'HTTP port of the API' },
   { name: 'HOST', default: '0.0.0.0', description: 'address the API listens on' },
   { name: 'HCP_DATA_DIR', default: './.hcp', description: 'data folder: embedded PostgreSQL, dev signing key' },
@@ -82,6 +83,12 @@ export const CONFIG_VARIABLES: readonly VariableSpec[] = [
   { name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE', default: '3000', description: 'requests to one project per minute, all actors together (per API process)' },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
 ];
+
+/**
+ * Every variable HCP reads. The secrets variables are parsed by libs/secrets (its loader is called at
+ * start through `loadSecretsFromEnv`), but listed, documented and checked here with the rest.
+ */
+export const CONFIG_VARIABLES: readonly VariableSpec[] = [...CORE_VARIABLES, ...SECRETS_CONFIG_VARIABLES];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
