@@ -20,7 +20,13 @@ import { JobQueries } from './jobs/job.queries';
 import { JobRepository } from './jobs/job.repository';
 import { VmJobExecutor } from './jobs/vm-job.executor';
 import { loggerOptions } from './logging/logger-options';
+import { DriverFactory } from './providers/driver-factory';
 import { DriverRegistry } from './providers/driver-registry';
+import { OpsCatalogCommands } from './ops/ops-catalog.commands';
+import { OpsCatalogQueries } from './ops/ops-catalog.queries';
+import { OpsResourceRepository } from './ops/ops-resource.repository';
+import { ProviderCredentialsStore, SECRET_BOX } from './ops/provider-credentials.store';
+import { ProviderHealthService } from './ops/provider-health';
 import { BackgroundProcesses } from './runtime/background-processes';
 import { BreakGlassRecorder } from './security/break-glass.recorder';
 import { HcpRuntime } from './runtime/hcp-runtime';
@@ -56,7 +62,14 @@ export class AppModule {
         { provide: DataSource, useValue: runtime.dataSource },
         { provide: EVENT_STORE, useValue: runtime.eventStore },
         { provide: DomainEventCodec, useValue: runtime.codec },
-        { provide: DriverRegistry, useValue: runtime.drivers },
+        { provide: DriverFactory, useValue: runtime.driverFactory },
+        { provide: SECRET_BOX, useValue: runtime.secretBox },
+        DriverRegistry,
+        OpsCatalogQueries,
+        OpsCatalogCommands,
+        OpsResourceRepository,
+        ProviderCredentialsStore,
+        ProviderHealthService,
         { provide: TokenVerifier, useValue: runtime.tokenVerifier },
         BearerTokenStrategy,
         BreakGlassRecorder,

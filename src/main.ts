@@ -13,6 +13,9 @@ import { strictValidationPipe } from './api/http/validation';
 import { LIMITS } from './api/validation/limits';
 import { ConfigError, HcpConfig, loadConfig } from './config/hcp-config';
 import { openRuntime } from './runtime/hcp-runtime';
+import { seedEmbeddedDefault } from './catalog/catalog-seed';
+import { OpsCatalogCommands } from './ops/ops-catalog.commands';
+import { OpsCatalogQueries } from './ops/ops-catalog.queries';
 import { publishOpenApi } from './api/openapi';
 
 /** Validates settings that belong to other modules, so a bad value stops the start like any other. */
@@ -46,6 +49,8 @@ async function main(): Promise<void> {
   app.useGlobalPipes(strictValidationPipe());
   app.getHttpAdapter().getInstance().disable('x-powered-by');
   publishOpenApi(app);
+  await app.init();
+  if (config.seedCatalog) await seedEmbeddedDefault(app.get(OpsCatalogCommands), app.get(OpsCatalogQueries));
   await app.listen(config.port, config.host);
   // Close the runtime (database, embedded PostgreSQL) only after Nest has stopped its background work.
   const shutdown = async () => {

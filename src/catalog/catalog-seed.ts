@@ -1,12 +1,14 @@
-import { DataSource } from 'typeorm';
-import { Capabilities } from '@hcp/providers';
+import { Logger } from '@nestjs/common';
+import { HcpError } from '@hcp/domain';
+import { eventContext } from '../eventing/event-context';
 import { nameBasedId } from '../eventing/name-based-id';
+import { OpsCatalogCommands } from '../ops/ops-catalog.commands';
+import { OpsCatalogQueries } from '../ops/ops-catalog.queries';
 
 export const LOCAL_ZONE = 'local';
-export const LOCAL_PROVIDER_ID = 'simulator-local';
-export const LOCAL_CLUSTER_ID = 'simulator-local-cluster';
+const SEED_ACTOR = 'hcp-seed';
 
-/** A stable UUID for a seeded name, so every install of the embedded default has the same ids. */
+/** A stable id for a seeded resource, so every install of the embedded default has the same ids. */
 export const seededId = (kind: string, name: string): string => nameBasedId('hcp-seed', kind, name);
 
 const IMAGES = [
@@ -22,26 +24,44 @@ const FLAVORS = [
 ];
 
 /**
- * Seeds the embedded default's zone `local` (backed by the simulator), images and flavors. Idempotent:
- * rows that exist are left as they are.
+ * The embedded default's simulator provider, its cluster, the zone `local`, and a few images and
+ * flavors, registered through the same ops commands an operator uses (so they are events like any
+ * other). Idempotent: ids are derived from names and an existing resource is left as it is.
  */
-export async function seedLocalCatalog(db: DataSource, capabilities: Capabilities): Promise<void> {
-  await db.query(
-    `INSERT INTO zones (id, name, provider_id, provider_type, cluster_id, capabilities) VALUES ($1, $2, $3, 'simulator', $4, $5)
-     ON CONFLICT (id) DO NOTHING`,
-    [LOCAL_ZONE, 'Local', LOCAL_PROVIDER_ID, LOCAL_CLUSTER_ID, JSON.stringify(capabilities)],
+export async function seedEmbeddedDefault(commands: OpsCatalogCommands, queries: OpsCatalogQueries): Promise<void> {
+  const ctx = () => eventContext(SEED_ACTOR, 'seed');
+  const providerId = seededId('provider', 'local-simulator');
+  const clusterId = seededId('cluster', 'local-simulator');
+  await once(() => commands.registerProvider({ name: 'local-simulator', type: 'simulator', endpoint: null, tls: {}, settings: {} }, ctx(), providerId));
+  await once(() =>
+    commands.registerCluster({ name: 'local-simulator', provider_id: providerId, placement_hints: {}, capacity: null, enabled: true, capabilities: {} }, ctx(), clusterId),
   );
+  await once(() => commands.createZone(LOCAL_ZONE, { name: 'Local', cluster_ids: [clusterId], policy: 'spread' }, ctx()));
   for (const image of IMAGES) {
-    await db.query(
-      `INSERT INTO images (id, name, os, min_disk_gb, min_ram_mb, visibility, provider_refs) VALUES ($1, $2, $3, $4, $5, 'public', $6)
-       ON CONFLICT (name) DO NOTHING`,
-      [seededId('image', image.name), image.name, image.os, image.min_disk_gb, image.min_ram_mb, JSON.stringify({ [LOCAL_CLUSTER_ID]: `template/${image.name}` })],
-    );
+    await once(() => commands.registerImage({ ...image, visibility: 'public', provider_refs: { [clusterId]: `template/${image.name}` } }, ctx(), seededId('image', image.name)));
   }
   for (const flavor of FLAVORS) {
-    await db.query(
-      `INSERT INTO flavors (id, name, vcpus, ram_mb, disk_gb) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING`,
-      [seededId('flavor', flavor.name), flavor.name, flavor.vcpus, flavor.ram_mb, flavor.disk_gb],
-    );
+    await once(() => commands.registerFlavor({ ...flavor, extras: {} }, ctx(), seededId('flavor', flavor.name)));
   }
+  await waitForReadModel(queries, clusterId);
+}
+
+/** Runs a registration; "exists already" (by id or by name) means an earlier start did it. */
+async function once(register: () => Promise<unknown>): Promise<void> {
+  try {
+    await register();
+  } catch (err) {
+    if (!(err instanceof HcpError && err.code === 'CONFLICT')) throw err;
+  }
+}
+
+/** Tenants should find the seeded catalog as soon as HCP answers; the projection needs a moment. */
+async function waitForReadModel(queries: OpsCatalogQueries, clusterId: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const [zone, flavor] = await Promise.all([queries.find('zone', LOCAL_ZONE), queries.find('flavor', seededId('flavor', 'large'))]);
+    if (zone?.spec.cluster_ids.includes(clusterId) && flavor) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  new Logger('seed').warn('the seeded catalog is not visible yet: is a process with the projections role running?');
 }

@@ -76,7 +76,7 @@ export class VmJobExecutor {
     const operation = operationOf(running);
     let outcome: VmOutcome;
     try {
-      const driver = this.drivers.get(vm.placement.provider_id);
+      const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
       const call: CallContext = { deadline: new Date(Date.now() + policy.attemptTimeoutMs), signal, trace_id: running.trace_id };
       outcome = { type: 'succeeded', job_id: running.id, operation, ...(await this.callDriver(driver, operation, vm, running, call)) };
     } catch (err) {

@@ -1,24 +1,52 @@
 import { Injectable } from '@nestjs/common';
-import { HcpError } from '@hcp/domain';
+import { Capabilities, HcpError, narrowCapabilities } from '@hcp/domain';
 import { ProviderDriver } from '@hcp/providers';
+import { OpsCatalogQueries } from '../ops/ops-catalog.queries';
+import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
+import { DriverFactory } from './driver-factory';
 
-/** The driver of each registered provider, by provider id. */
+/**
+ * The driver of each (provider, cluster), built from the ops catalog and the sealed credentials, and
+ * cached until either resource changes (its `updated_at` is part of the key).
+ */
 @Injectable()
 export class DriverRegistry {
-  private readonly drivers = new Map<string, ProviderDriver>();
+  private readonly cache = new Map<string, { version: string; driver: ProviderDriver }>();
 
-  register(providerId: string, driver: ProviderDriver): void {
-    this.drivers.set(providerId, driver);
-  }
+  constructor(
+    private readonly catalog: OpsCatalogQueries,
+    private readonly credentials: ProviderCredentialsStore,
+    private readonly factory: DriverFactory,
+  ) {}
 
-  get(providerId: string): ProviderDriver {
-    const driver = this.drivers.get(providerId);
-    // Not retryable: the provider was removed or never registered in this process's configuration.
-    if (!driver) throw new HcpError('PROVIDER_UNAVAILABLE', 'the VM\'s provider is not available', undefined, false);
+  async driverFor(providerId: string, clusterId: string): Promise<ProviderDriver> {
+    const [provider, cluster] = await Promise.all([this.catalog.find('provider', providerId), this.catalog.find('cluster', clusterId)]);
+    // Not retryable: the provider or cluster was deleted while the VM still lived on it.
+    if (!provider) throw new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false);
+    const key = `${providerId}/${clusterId}`;
+    const version = `${provider.updated_at}/${cluster?.updated_at ?? '-'}`;
+    const cached = this.cache.get(key);
+    if (cached?.version === version) return cached.driver;
+    const driver = this.factory.create({
+      providerId,
+      provider: provider.spec,
+      credentials: provider.spec.has_credentials ? await this.credentials.get(providerId) : null,
+      clusterId,
+      cluster: cluster?.spec ?? null,
+    });
+    await cached?.driver.close?.();
+    this.cache.set(key, { version, driver });
     return driver;
   }
 
+  /** What a cluster offers: its driver's capabilities narrowed by the cluster's settings. */
+  async clusterCapabilities(providerId: string, clusterId: string): Promise<Capabilities> {
+    const [driver, cluster] = await Promise.all([this.driverFor(providerId, clusterId), this.catalog.find('cluster', clusterId)]);
+    return narrowCapabilities(driver.capabilities(), cluster?.spec.capabilities ?? {});
+  }
+
   async closeAll(): Promise<void> {
-    await Promise.all([...this.drivers.values()].map((d) => d.close?.()));
+    await Promise.all([...this.cache.values()].map(({ driver }) => driver.close?.()));
+    this.cache.clear();
   }
 }

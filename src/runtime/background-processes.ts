@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { jobReadModelProjection } from '@hcp/projections/job-read-model/job-read-model.projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
+import { ClusterUsageProjection } from '@hcp/projections/cluster-usage/cluster-usage.projection';
+import { OpsCatalogProjection } from '@hcp/projections/ops-catalog/ops-catalog.projection';
 import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
 import { HCP_CONFIG, HCP_RUNTIME } from '../eventing/tokens';
 import { HcpConfig } from '../config/hcp-config';
@@ -47,7 +49,8 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.purge.unref();
     }
     if (this.config.roles.includes('projections')) {
-      for (const projection of [vmReadModelProjection(), jobReadModelProjection(), new JobDispatcherProjection(this.jobs, this.queue)]) {
+      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue)];
+      for (const projection of projections) {
         const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
         runner.start();
         this.projections.push(runner);

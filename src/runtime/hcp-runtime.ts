@@ -6,17 +6,17 @@ import { exportJWK } from 'jose';
 import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
 import { createHcpUpcasters } from '@hcp/domain';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
-import { SimulatorDriver, SimulatorFaults, SimulatorState, simulatorLatency } from '@hcp/providers';
-import { LOCAL_CLUSTER_ID, LOCAL_PROVIDER_ID, seedLocalCatalog } from '../catalog/catalog-seed';
+import { SimulatorState } from '@hcp/providers';
+import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres';
 import { migrate } from '../persistence/migrate';
-import { DriverRegistry } from '../providers/driver-registry';
+import { DriverFactory } from '../providers/driver-factory';
 
 /**
  * Everything HCP opens before Nest starts: the database (embedded when none is configured), the schema,
- * the event store, the token keys and the provider drivers. Built once, closed once.
+ * the event store, the token keys, the secrets box and the driver factory. Built once, closed once.
  */
 export interface HcpRuntime {
   config: HcpConfig;
@@ -26,7 +26,8 @@ export interface HcpRuntime {
   eventStore: EventStore;
   codec: DomainEventCodec;
   tokenVerifier: TokenVerifier;
-  drivers: DriverRegistry;
+  secretBox: SecretBox;
+  driverFactory: DriverFactory;
   close(): Promise<void>;
 }
 
@@ -64,19 +65,13 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
       ...(config.auth.devHs256Secret ? { devHs256Secret: config.auth.devHs256Secret } : {}),
     });
 
-    const drivers = new DriverRegistry();
-    const simulator = new SimulatorDriver({
-      state: new SimulatorState(pool),
-      latency: simulatorLatency({ scale: config.simulator.latencyScale }),
-      faults: SimulatorFaults.parse(config.simulator.faults),
-      clusterId: LOCAL_CLUSTER_ID,
-      providerId: LOCAL_PROVIDER_ID,
-    });
-    drivers.register(LOCAL_PROVIDER_ID, simulator);
-    closers.push(() => drivers.closeAll());
-    if (config.seedCatalog) await seedLocalCatalog(dataSource, simulator.capabilities());
+    // A generated keyring is fine where one data folder serves everything (embedded or dev mode); a
+    // deployment of several processes must configure shared KEKs, or they could not read each other's.
+    const secrets = loadSecretsFromEnv(process.env, config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir });
+    logger.log(secrets.summary);
+    const driverFactory = new DriverFactory(config, new SimulatorState(pool));
 
-    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), tokenVerifier, drivers, close };
+    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), tokenVerifier, secretBox: secrets.box, driverFactory, close };
   } catch (err) {
     await close();
     throw err;

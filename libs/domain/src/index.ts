@@ -8,3 +8,6 @@ export * from './job/job.state-machine';
 export * from './job/job-of-request';
 export * from './events/registry';
 export * from './security/security.events';
+export * from './ops/ops-resources';
+export * from './ops/capabilities';
+export * from './ops/placement';

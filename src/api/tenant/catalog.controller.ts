@@ -1,7 +1,6 @@
 import { Controller, Get, Param } from '@nestjs/common';
-
-import { FlavorRow, ImageRow, ZoneRow } from '../../catalog/catalog.entities';
 import { CatalogService } from '../../catalog/catalog.service';
+import { OpsResource } from '../../ops/ops-catalog.queries';
 import { UuidPipe } from './params';
 
 /** Zones, images and flavors as tenants see them: no provider, cluster or template reference. */
@@ -11,7 +10,7 @@ export class CatalogController {
 
   @Get('zones')
   async zones() {
-    return { items: (await this.catalog.listZones()).map(presentZone), next_cursor: null };
+    return { items: await this.catalog.listZones(), next_cursor: null };
   }
 
   @Get('images')
@@ -35,22 +34,22 @@ export class CatalogController {
   }
 }
 
-const presentZone = (z: ZoneRow) => ({ id: z.id, name: z.name, capabilities: z.capabilities });
-const presentImage = (i: ImageRow) => ({
-  id: i.id,
-  name: i.name,
-  os: i.os,
-  min_disk_gb: i.min_disk_gb,
-  min_ram_mb: i.min_ram_mb,
-  visibility: i.visibility,
-  created_at: i.created_at.toISOString(),
+const presentImage = ({ id, spec, created_at }: OpsResource<'image'>) => ({
+  id,
+  name: spec.name,
+  os: spec.os,
+  min_disk_gb: spec.min_disk_gb,
+  min_ram_mb: spec.min_ram_mb,
+  visibility: spec.visibility,
+  created_at,
 });
-const presentFlavor = (f: FlavorRow) => ({
-  id: f.id,
-  name: f.name,
-  vcpus: f.vcpus,
-  ram_mb: f.ram_mb,
-  disk_gb: f.disk_gb,
-  extras: f.extras,
-  created_at: f.created_at.toISOString(),
+
+const presentFlavor = ({ id, spec, created_at }: OpsResource<'flavor'>) => ({
+  id,
+  name: spec.name,
+  vcpus: spec.vcpus,
+  ram_mb: spec.ram_mb,
+  disk_gb: spec.disk_gb,
+  extras: spec.extras,
+  created_at,
 });

@@ -22,7 +22,7 @@ export class CreateVmCommand {
   constructor(readonly projectId: string, readonly input: CreateVmInput, readonly ctx: RequestContext) {}
 }
 
-/** Resolves the catalog references into resources and a placement, then records the request. */
+/** Resolves the catalog references into resources and a placement (the zone's policy), then records the request. */
 @CommandHandler(CreateVmCommand)
 export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAccepted> {
   constructor(
@@ -32,7 +32,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
   ) {}
 
   async execute({ projectId, input, ctx }: CreateVmCommand): Promise<JobAccepted> {
-    const { zone, flavor, imageRef } = await this.catalog.resolveForCreate(input.zone, input.image_id, input.flavor_id);
+    const { resources, placement } = await this.catalog.resolveForCreate(input.zone, input.image_id, input.flavor_id);
     const vmId = idsFor(ctx, projectId, 'vm');
     const jobId = idsFor(ctx, projectId, 'job');
     const data: VmCreateRequestedData = {
@@ -40,11 +40,11 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
       project_id: projectId,
       job_id: jobId,
       name: input.name,
-      zone: zone.id,
+      zone: input.zone,
       image_id: input.image_id,
       flavor_id: input.flavor_id,
-      resources: { vcpus: flavor.vcpus, ram_mb: flavor.ram_mb, disk_gb: flavor.disk_gb },
-      placement: { provider_id: zone.provider_id, cluster_id: zone.cluster_id, image_ref: imageRef },
+      resources,
+      placement,
       tags: input.tags ?? {},
       metadata: input.metadata ?? {},
       ssh_keys: input.ssh_keys ?? [],

@@ -211,6 +211,11 @@ export class SimulatorState {
     return rows[0].n;
   }
 
+  /** Whether the simulator's "hypervisor" (its table) answers: the connectivity check. */
+  async ping(): Promise<void> {
+    await this.query(`SELECT 1 FROM ${this.table} LIMIT 1`, []);
+  }
+
   async listVms(): Promise<SimulatorVm[]> {
     const rows = await this.query<VmRow>(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY created_at, sim_id`);
     return rows.map(toVm);

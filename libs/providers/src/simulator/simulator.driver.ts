@@ -217,6 +217,11 @@ export class SimulatorDriver implements ProviderDriver {
     await this.state.deleteByHcpId(hcpId);
   }
 
+  async checkConnectivity(ctx: CallContext): Promise<void> {
+    throwIfCallOver(ctx, 'connectivity');
+    await this.state.ping();
+  }
+
   async describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null> {
     await this.begin('describe', ctx);
     await this.step('describeMs', ctx, 'describe');

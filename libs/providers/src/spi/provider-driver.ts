@@ -1,9 +1,14 @@
+import type { Capabilities, ConsoleType } from '@hcp/domain';
+
 /**
  * The provider driver SPI. Every hypervisor (simulator, Proxmox VE, vSphere, libvirt, Hyper-V) is one
  * implementation of `ProviderDriver`. Calls are made by job workers and must be idempotent: each one
  * identifies the VM by its HCP id, never by a provider id that HCP might not have recorded yet.
  * Failures are thrown as `HcpError` of the taxonomy (PROVIDER_UNAVAILABLE, PROVIDER_TIMEOUT, ...).
  */
+
+/** The capability model is the domain's (libs/domain/src/ops/capabilities.ts); drivers declare theirs. */
+export type { Capabilities, ConsoleType };
 
 export type PowerState = 'running' | 'stopped' | 'paused' | 'unknown';
 
@@ -44,8 +49,6 @@ export interface VmDescription {
   provider_ref: ProviderRef;
 }
 
-export type ConsoleType = 'vnc' | 'spice' | 'webconsole' | 'rdp';
-
 export interface ConsoleTicket {
   type: ConsoleType;
   /** Where HCP's proxy connects; never handed to a tenant. */
@@ -54,17 +57,6 @@ export interface ConsoleTicket {
   /** Provider secret for the console (VNC password, ticket); never leaves HCP. */
   secret: string;
   expires_at: Date;
-}
-
-/** What a driver can do; narrowed per cluster and published per zone. */
-export interface Capabilities {
-  console_types: ConsoleType[];
-  reboot: boolean;
-  graceful_stop: boolean;
-  snapshots: boolean;
-  resize: boolean;
-  guest_agent_addresses: boolean;
-  provider_tags: boolean;
 }
 
 /** Context of one call: the job's deadline and an abort signal fired when the lease is lost. */
@@ -89,5 +81,7 @@ export interface ProviderDriver {
   /** Describes the VM, or returns null when the provider has no VM with this HCP id. */
   describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null>;
   openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ConsoleTicket>;
+  /** Reaches the provider with the configured endpoint, TLS and credentials; throws the taxonomy error. */
+  checkConnectivity(ctx: CallContext): Promise<void>;
   close?(): Promise<void>;
 }
