@@ -41,7 +41,7 @@ function toRow(state: OpsResourceState, position: bigint): OpsResourceRow {
   return {
     kind: state.kind,
     id: state.id,
-    name: (state.spec as { name: string }).name,
+    name: (state.spec as { name?: string }).name ?? state.id,
     spec: state.spec as unknown as Record<string, unknown>,
     deleted: state.deleted,
     created_at: new Date(state.created_at),

@@ -2,6 +2,23 @@ import { CatalogController } from './tenant/catalog.controller';
 import { HealthController } from './health/health.controller';
 import { JobsController } from './tenant/jobs.controller';
 import { VmsController } from './tenant/vms.controller';
+import { ClustersController } from './ops/clusters.controller';
+import { OpsFlavorsController } from './ops/flavors.controller';
+import { OpsImagesController } from './ops/images.controller';
+import { OpsWorkloadController } from './ops/ops-workload.controller';
+import { ProvidersController } from './ops/providers.controller';
+import { ZonesController } from './ops/zones.controller';
 
 /** Every controller of the API; the route-policy test walks this list. */
-export const CONTROLLERS = [HealthController, CatalogController, VmsController, JobsController];
+export const CONTROLLERS = [
+  HealthController,
+  CatalogController,
+  VmsController,
+  JobsController,
+  ProvidersController,
+  ClustersController,
+  ZonesController,
+  OpsImagesController,
+  OpsFlavorsController,
+  OpsWorkloadController,
+];

@@ -16,12 +16,10 @@ export class JobQueries {
     return presentJob(row.state);
   }
 
-  list(projectId: string, filter: { resource_id?: string; status?: string }, limit: number, cursor?: string): Promise<Page<JobView>> {
-    const qb = this.db
-      .getRepository(JobReadModelRow)
-      .createQueryBuilder('job')
-      .select(['job.id', 'job.created_at', 'job.state'])
-      .where('job.project_id = :projectId', { projectId });
+  /** Jobs of a project, or (projectId null, for ops) of all projects. */
+  list(projectId: string | null, filter: { resource_id?: string; status?: string }, limit: number, cursor?: string): Promise<Page<JobView>> {
+    const qb = this.db.getRepository(JobReadModelRow).createQueryBuilder('job').select(['job.id', 'job.created_at', 'job.state']).where('true');
+    if (projectId) qb.andWhere('job.project_id = :projectId', { projectId });
     if (filter.resource_id) qb.andWhere('job.resource_id = :resourceId', { resourceId: filter.resource_id });
     if (filter.status) qb.andWhere('job.status = :status', { status: filter.status });
     return keysetPage(qb, 'job', limit, cursor, (row) => presentJob(row.state));

@@ -51,7 +51,7 @@ export class OpsCatalogCommands {
   }
 
   async updateProvider(id: string, patch: Partial<ProviderInput>, ctx: EventContext): Promise<OpsResourceState<'provider'>> {
-    const { credentials, ...rest } = patch;
+    const { credentials, ...rest } = definedOnly(patch);
     const current = await this.live('provider', id);
     if (rest.type && rest.type !== current.spec.type) throw invalidField('type', 'the type of a provider cannot change');
     if (rest.name) await this.assertNameFree('provider', rest.name, id);
@@ -73,7 +73,8 @@ export class OpsCatalogCommands {
     return this.repo.execute('cluster', id, () => ({ type: 'register', id, spec }), ctx);
   }
 
-  async updateCluster(id: string, patch: Partial<ClusterSpec>, ctx: EventContext): Promise<OpsResourceState<'cluster'>> {
+  async updateCluster(id: string, given: Partial<ClusterSpec>, ctx: EventContext): Promise<OpsResourceState<'cluster'>> {
+    const patch = definedOnly(given);
     const current = await this.live('cluster', id);
     if (patch.provider_id && patch.provider_id !== current.spec.provider_id) throw invalidField('provider_id', 'a cluster cannot move to another provider');
     if (patch.name) await this.assertNameFree('cluster', patch.name, id);
@@ -112,7 +113,8 @@ export class OpsCatalogCommands {
     return this.repo.execute('image', id, () => ({ type: 'register', id, spec }), ctx);
   }
 
-  async updateImage(id: string, patch: Partial<ImageSpec>, ctx: EventContext): Promise<OpsResourceState<'image'>> {
+  async updateImage(id: string, given: Partial<ImageSpec>, ctx: EventContext): Promise<OpsResourceState<'image'>> {
+    const patch = definedOnly(given);
     if (patch.name) await this.assertNameFree('image', patch.name, id);
     if (patch.provider_refs) await this.assertClusters(Object.keys(patch.provider_refs), 'provider_refs');
     return this.repo.execute('image', id, (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as ImageSpec }), ctx);
@@ -128,7 +130,8 @@ export class OpsCatalogCommands {
     return this.repo.execute('flavor', id, () => ({ type: 'register', id, spec }), ctx);
   }
 
-  async updateFlavor(id: string, patch: Partial<FlavorSpec>, ctx: EventContext): Promise<OpsResourceState<'flavor'>> {
+  async updateFlavor(id: string, given: Partial<FlavorSpec>, ctx: EventContext): Promise<OpsResourceState<'flavor'>> {
+    const patch = definedOnly(given);
     if (patch.name) await this.assertNameFree('flavor', patch.name, id);
     return this.repo.execute('flavor', id, (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as FlavorSpec }), ctx);
   }
@@ -164,4 +167,9 @@ export class OpsCatalogCommands {
     const [{ n }] = await this.db.query(`SELECT count(*)::int AS n FROM vm_read_model WHERE ${condition} AND status <> 'deleted'`, [id]);
     if (n > 0) throw conflict(`the ${what} is in use by ${n} VM(s)`, { vms: n });
   }
+}
+
+/** A patch keeps what it does not mention: absent and undefined fields never overwrite the spec. */
+function definedOnly<T extends object>(patch: T): Partial<T> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -27,7 +27,6 @@ export class ProviderHealthService {
   ) {}
 
   async check(providerId: string): Promise<ProviderHealth> {
-    const provider = await this.catalog.get('provider', providerId);
     // Any cluster's driver reaches the same endpoint; a provider without clusters is probed with none.
     const [cluster] = await this.catalog.list('cluster', { specContains: { provider_id: providerId } });
     let health: ProviderHealth;
@@ -44,7 +43,7 @@ export class ProviderHealthService {
        ON CONFLICT (provider_id) DO UPDATE SET status = EXCLUDED.status, message = EXCLUDED.message, checked_at = EXCLUDED.checked_at`,
       [providerId, health.status, health.message, health.checked_at],
     );
-    if (health.status !== 'healthy') this.logger.warn({ msg: 'provider unreachable', provider_id: provider.id, reason: health.message });
+    if (health.status !== 'healthy') this.logger.warn({ msg: 'provider unreachable', provider_id: providerId, reason: health.message });
     return health;
   }
 

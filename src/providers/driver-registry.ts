@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Capabilities, HcpError, narrowCapabilities } from '@hcp/domain';
 import { ProviderDriver } from '@hcp/providers';
-import { OpsCatalogQueries } from '../ops/ops-catalog.queries';
+import { OpsResourceRepository } from '../ops/ops-resource.repository';
 import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
 import { DriverFactory } from './driver-factory';
 
@@ -14,13 +14,14 @@ export class DriverRegistry {
   private readonly cache = new Map<string, { version: string; driver: ProviderDriver }>();
 
   constructor(
-    private readonly catalog: OpsCatalogQueries,
+    private readonly resources: OpsResourceRepository,
     private readonly credentials: ProviderCredentialsStore,
     private readonly factory: DriverFactory,
   ) {}
 
+  /** Resources are read from their streams: a provider registered a moment ago is already usable. */
   async driverFor(providerId: string, clusterId: string): Promise<ProviderDriver> {
-    const [provider, cluster] = await Promise.all([this.catalog.find('provider', providerId), this.catalog.find('cluster', clusterId)]);
+    const [provider, cluster] = await Promise.all([this.resources.live('provider', providerId), this.resources.live('cluster', clusterId)]);
     // Not retryable: the provider or cluster was deleted while the VM still lived on it.
     if (!provider) throw new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false);
     const key = `${providerId}/${clusterId}`;
@@ -41,7 +42,7 @@ export class DriverRegistry {
 
   /** What a cluster offers: its driver's capabilities narrowed by the cluster's settings. */
   async clusterCapabilities(providerId: string, clusterId: string): Promise<Capabilities> {
-    const [driver, cluster] = await Promise.all([this.driverFor(providerId, clusterId), this.catalog.find('cluster', clusterId)]);
+    const [driver, cluster] = await Promise.all([this.driverFor(providerId, clusterId), this.resources.live('cluster', clusterId)]);
     return narrowCapabilities(driver.capabilities(), cluster?.spec.capabilities ?? {});
   }
 

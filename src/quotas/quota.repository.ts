@@ -9,36 +9,52 @@ import { EVENT_STORE } from '../eventing/tokens';
 export interface ContendedUpdateOptions {
   /** Load-decide-append rounds before a persisting concurrent change surfaces as CONFLICT. */
   attempts: number;
-  /** Upper bound of the random pause before round n is `min(maxJitterMs, stepJitterMs * n)`. */
-  stepJitterMs: number;
+  /** The random pause before round n is up to `min(maxJitterMs, baseJitterMs * 2^(n-2))`. */
+  baseJitterMs: number;
   maxJitterMs: number;
 }
 
 /**
  * Every create and delete of a project's VMs goes through its one quota stream, so that stream sees far
  * more contention than a VM's: a burst of creates in one project must all get decided (accepted or
- * QUOTA_EXCEEDED), not CONFLICT. Each round loses only to a writer that appended in between, so with
- * N concurrent writers at most N rounds are needed; the random pause spreads them out.
+ * QUOTA_EXCEEDED), not CONFLICT.
  */
-export const QUOTA_CONTENTION: ContendedUpdateOptions = { attempts: 60, stepJitterMs: 4, maxJitterMs: 50 };
+export const QUOTA_CONTENTION: ContendedUpdateOptions = { attempts: 30, baseJitterMs: 5, maxJitterMs: 200 };
 
-/** The quota aggregate of each project, folded from its stream `quota-<project_id>`. */
+/**
+ * The quota aggregate of each project, folded from its stream `quota-<project_id>`.
+ *
+ * Correctness rests on optimistic concurrency alone: a decision is appended only at the stream revision
+ * it was taken on. Two things keep the retries few: inside one process, decisions on the same project
+ * take turns (a promise chain per project), so only writers in other processes can ever conflict; and
+ * after a conflict a writer waits a random, growing pause before it loads and decides again.
+ */
 @Injectable()
 export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent> {
+  private readonly lanes = new Map<string, Promise<unknown>>();
+
   constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
     super(store, codec, quotaStreamId, evolveQuota);
   }
 
   /**
-   * Load, decide, append with optimistic concurrency on the stream revision; on a concurrent change
-   * wait a little (random) and decide again from the new state. A refusal of the decision itself
-   * (QUOTA_EXCEEDED, INVALID_REQUEST) is thrown at once, never retried.
+   * Load, decide, append; on a concurrent change decide again from the new state. A refusal of the
+   * decision itself (QUOTA_EXCEEDED, INVALID_REQUEST) is thrown at once, never retried.
    */
-  async updateContended(
+  updateContended(
     projectId: string,
     decide: (state: QuotaState | null) => QuotaEvent[],
     context: EventContext,
     options: ContendedUpdateOptions = QUOTA_CONTENTION,
+  ): Promise<{ state: QuotaState | null; events: QuotaEvent[] }> {
+    return this.inLane(projectId, () => this.retrying(projectId, decide, context, options));
+  }
+
+  private async retrying(
+    projectId: string,
+    decide: (state: QuotaState | null) => QuotaEvent[],
+    context: EventContext,
+    options: ContendedUpdateOptions,
   ): Promise<{ state: QuotaState | null; events: QuotaEvent[] }> {
     for (let attempt = 1; ; attempt++) {
       const current = await this.load(projectId);
@@ -49,8 +65,20 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
       } catch (err) {
         if (!(err instanceof HcpError && err.code === 'CONFLICT') || attempt >= options.attempts) throw err;
       }
-      await pause(Math.random() * Math.min(options.maxJitterMs, options.stepJitterMs * attempt));
+      await pause(Math.random() * Math.min(options.maxJitterMs, options.baseJitterMs * 2 ** (attempt - 1)));
     }
+  }
+
+  /** Runs `work` after every earlier decision on this project in this process has settled. */
+  private inLane<T>(projectId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.lanes.get(projectId) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.catch(() => undefined);
+    this.lanes.set(projectId, tail);
+    void tail.then(() => {
+      if (this.lanes.get(projectId) === tail) this.lanes.delete(projectId);
+    });
+    return run;
   }
 }
 

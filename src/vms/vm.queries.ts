@@ -24,16 +24,25 @@ export class VmQueries {
   }
 
   list(projectId: string, filter: VmFilter, limit: number, cursor?: string): Promise<Page<VmView>> {
-    const qb = this.db
-      .getRepository(VmReadModelRow)
-      .createQueryBuilder('vm')
-      .select(['vm.id', 'vm.created_at', 'vm.state'])
-      .where('vm.project_id = :projectId', { projectId });
+    return this.page({ ...filter, projectId }, limit, cursor, (row) => presentVm(row.state));
+  }
+
+  /** Across projects, for ops: the same filters plus the project, and where each VM was placed. */
+  listForOps(filter: VmFilter & { projectId?: string }, limit: number, cursor?: string): Promise<Page<VmView & { placement: { provider_id: string; cluster_id: string } }>> {
+    return this.page(filter, limit, cursor, (row) => ({
+      ...presentVm(row.state),
+      placement: { provider_id: row.state.placement.provider_id, cluster_id: row.state.placement.cluster_id },
+    }));
+  }
+
+  private page<T>(filter: VmFilter & { projectId?: string }, limit: number, cursor: string | undefined, present: (row: VmReadModelRow) => T): Promise<Page<T>> {
+    const qb = this.db.getRepository(VmReadModelRow).createQueryBuilder('vm').select(['vm.id', 'vm.created_at', 'vm.state']).where('true');
+    if (filter.projectId) qb.andWhere('vm.project_id = :projectId', { projectId: filter.projectId });
     if (filter.status) qb.andWhere('vm.status = :status', { status: filter.status });
     else qb.andWhere(`vm.status <> 'deleted'`);
     if (filter.zone) qb.andWhere('vm.zone = :zone', { zone: filter.zone });
     if (filter.name) qb.andWhere('vm.name = :name', { name: filter.name });
     filter.tags?.forEach((tag, i) => qb.andWhere(`vm.tags @> :tag${i}::jsonb`, { [`tag${i}`]: JSON.stringify({ [tag.key]: tag.value }) }));
-    return keysetPage(qb, 'vm', limit, cursor, (row) => presentVm(row.state));
+    return keysetPage(qb, 'vm', limit, cursor, present);
   }
 }

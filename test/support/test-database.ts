@@ -41,3 +41,26 @@ export async function queryDatabase<T = Record<string, unknown>>(url: string, sq
     await client.end();
   }
 }
+
+/**
+ * Every row of every table of a database as text: a data dump that does not depend on a pg_dump of the
+ * server's version being installed.
+ */
+export async function dumpDatabaseText(url: string): Promise<string> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows: tables } = await client.query<{ schema: string; name: string }>(
+      `SELECT table_schema AS schema, table_name AS name FROM information_schema.tables
+       WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
+    );
+    const parts: string[] = [];
+    for (const t of tables) {
+      const { rows } = await client.query(`SELECT t::text AS row FROM ${client.escapeIdentifier(t.schema)}.${client.escapeIdentifier(t.name)} t`);
+      parts.push(`-- ${t.schema}.${t.name}`, ...rows.map((r) => r.row as string));
+    }
+    return parts.join('\n');
+  } finally {
+    await client.end();
+  }
+}

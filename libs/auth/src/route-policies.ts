@@ -19,6 +19,9 @@ const operatorJob: RoutePolicy = { scope: 'project', role: 'operator', starts_jo
 const adminJob: RoutePolicy = { scope: 'project', role: 'admin', starts_job: true };
 const catalog: RoutePolicy = { scope: 'any_project' };
 const publicRoute: RoutePolicy = { scope: 'public' };
+const infraRead: RoutePolicy = { scope: 'ops', roles: ['infra-admin', 'cloud-operator'] };
+const infraWrite: RoutePolicy = { scope: 'ops', roles: ['infra-admin'] };
+const cloudOperator: RoutePolicy = { scope: 'ops', roles: ['cloud-operator'] };
 
 export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /health/live': publicRoute,
@@ -40,6 +43,33 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': operatorJob,
   'GET /v1/projects/:project_id/jobs': viewer,
   'GET /v1/projects/:project_id/jobs/:job_id': viewer,
+
+  'POST /v1/ops/providers': infraWrite,
+  'GET /v1/ops/providers': infraRead,
+  'GET /v1/ops/providers/:id': infraRead,
+  'PATCH /v1/ops/providers/:id': infraWrite,
+  'DELETE /v1/ops/providers/:id': infraWrite,
+  'POST /v1/ops/providers/:id/check': infraRead,
+  'POST /v1/ops/clusters': infraWrite,
+  'GET /v1/ops/clusters': infraRead,
+  'GET /v1/ops/clusters/:id': infraRead,
+  'PATCH /v1/ops/clusters/:id': infraWrite,
+  'DELETE /v1/ops/clusters/:id': infraWrite,
+  'POST /v1/ops/zones': cloudOperator,
+  'GET /v1/ops/zones': cloudOperator,
+  'GET /v1/ops/zones/:id': cloudOperator,
+  'PUT /v1/ops/zones/:id': cloudOperator,
+  'DELETE /v1/ops/zones/:id': cloudOperator,
+  'POST /v1/ops/images': cloudOperator,
+  'GET /v1/ops/images': cloudOperator,
+  'PATCH /v1/ops/images/:id': cloudOperator,
+  'DELETE /v1/ops/images/:id': cloudOperator,
+  'POST /v1/ops/flavors': cloudOperator,
+  'GET /v1/ops/flavors': cloudOperator,
+  'PATCH /v1/ops/flavors/:id': cloudOperator,
+  'DELETE /v1/ops/flavors/:id': cloudOperator,
+  'GET /v1/ops/vms': cloudOperator,
+  'GET /v1/ops/jobs': cloudOperator,
 };
 
 export function routeKey(method: string, path: string): string {

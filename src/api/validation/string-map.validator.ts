@@ -49,3 +49,21 @@ export function IsBase64Within(maxBytes: number, options?: ValidationOptions): P
     });
   };
 }
+
+/** A JSON object of bounded size (settings, hints, extras): reference data, not a document store. */
+export function IsBoundedObject(maxKeys = 50, maxJsonLength = 16_384, options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isBoundedObject',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: { message: `$property must be an object of at most ${maxKeys} keys and ${maxJsonLength} characters of JSON`, ...options },
+      validator: {
+        validate(value: unknown): boolean {
+          if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+          return Object.keys(value).length <= maxKeys && JSON.stringify(value).length <= maxJsonLength;
+        },
+      },
+    });
+  };
+}

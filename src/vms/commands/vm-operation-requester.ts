@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { decideVm, jobQueuedFor, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
+import { capabilitiesForAction, decideVm, HcpError, jobQueuedFor, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
+import { CatalogService } from '../../catalog/catalog.service';
 import { eventContext } from '../../eventing/event-context';
 import { JobRepository } from '../../jobs/job.repository';
 import { idsFor, JobAccepted, RequestContext } from '../request-context';
@@ -16,10 +17,12 @@ export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
     private readonly jobs: JobRepository,
+    private readonly catalog: CatalogService,
   ) {}
 
   async request(projectId: string, vmId: string, ctx: RequestContext, command: (jobId: string) => OperationCommand): Promise<JobAccepted> {
     const jobId = idsFor(ctx, projectId, 'job');
+    await this.assertCapable(projectId, vmId, command(jobId));
     const context = eventContext(ctx.actor, ctx.traceId);
     const { events } = await this.vms.update(
       vmId,
@@ -33,5 +36,16 @@ export class VmOperationRequester {
     );
     if (events.length > 0) await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
+  }
+
+  /** Refuses at request time what the VM's cluster cannot do (a reboot where there is none, ...). */
+  private async assertCapable(projectId: string, vmId: string, command: OperationCommand): Promise<void> {
+    const required = capabilitiesForAction(command);
+    if (required.length === 0) return;
+    const { state } = await this.vms.load(vmId);
+    if (!state || state.project_id !== projectId || state.status === 'deleted') throw notFound('VM');
+    const offered = await this.catalog.vmClusterCapabilities(state.placement.provider_id, state.placement.cluster_id);
+    const missing = missingCapabilities(offered, { flags: required });
+    if (missing.length) throw new HcpError('FEATURE_NOT_SUPPORTED', `the VM's zone does not support ${missing.join(', ')}`, { missing });
   }
 }

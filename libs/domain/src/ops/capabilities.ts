@@ -60,3 +60,10 @@ export function missingCapabilities(offered: Capabilities, required: { flags?: B
   if (required.console && !offered.console_types.includes(required.console)) missing.push(`console:${required.console}`);
   return missing;
 }
+
+/** What an action on an existing VM needs from its cluster (a forced stop needs nothing special). */
+export function capabilitiesForAction(action: { type: string; force?: boolean }): BooleanCapability[] {
+  if (action.type === 'reboot') return ['reboot'];
+  if (action.type === 'stop' && !action.force) return ['graceful_stop'];
+  return [];
+}

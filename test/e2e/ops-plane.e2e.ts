@@ -1,0 +1,140 @@
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { HcpProcess } from '../support/hcp-process';
+import { createTestDatabase, dumpDatabaseText, queryDatabase, TestDatabase } from '../support/test-database';
+
+const MARKER = 'Cr3d-MARKER-7f3a9c';
+
+/** Ops register infrastructure through the API; tenants only ever see zones, images and flavors. */
+describe('ops plane', () => {
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let infra: ApiClient;
+  let ops: ApiClient;
+  let tenant: ApiClient;
+  const ids = { provider: '', big: '', small: '', noReboot: '', image: '', flavor: '' };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', LOG_LEVEL: 'debug' } });
+    infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
+    ops = new ApiClient(hcp.baseUrl, hcp.token('otto', {}, ['cloud-operator']));
+    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
+  });
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+  });
+
+  it('registers a provider with write-only credentials and checks it at once', async () => {
+    const res = await infra.post('/v1/ops/providers', { name: 'lab-sim', type: 'simulator', credentials: { user: 'root@pam', password: MARKER }, settings: { latency_scale: 0 } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ name: 'lab-sim', type: 'simulator', credentials_set: true, health: { status: 'healthy' } });
+    expect(JSON.stringify(res.body)).not.toContain(MARKER);
+    ids.provider = res.body.id;
+    expect((await infra.post(`/v1/ops/providers/${ids.provider}/check`)).body.status).toBe('healthy');
+    const dup = await infra.post('/v1/ops/providers', { name: 'lab-sim', type: 'simulator' });
+    expect([dup.status, dup.body.error.code]).toEqual([409, 'CONFLICT']);
+  });
+
+  it('refuses provider types without a driver in this release', async () => {
+    const res = await infra.post('/v1/ops/providers', { name: 'vc', type: 'vsphere', endpoint: 'https://vcenter.example.test' });
+    expect([res.status, res.body.error.code]).toEqual([422, 'FEATURE_NOT_SUPPORTED']);
+  });
+
+  it('registers clusters, a zone, an image and a flavor, and a tenant VM lands on the cluster placement chose', async () => {
+    const cluster = async (name: string, extra: Record<string, unknown>) => {
+      const res = await infra.post('/v1/ops/clusters', { name, provider_id: ids.provider, ...extra });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    ids.big = await cluster('big', { capacity: { vcpus: 64, ram_mb: 262144, disk_gb: 10000 }, placement_hints: { pool: 'gold' } });
+    ids.small = await cluster('small', { capacity: { vcpus: 4, ram_mb: 8192, disk_gb: 200 } });
+    ids.noReboot = await cluster('no-reboot', { capabilities: { reboot: false } });
+    expect((await ops.post('/v1/ops/zones', { id: 'eu-1', name: 'EU 1', cluster_ids: [ids.big, ids.small], policy: 'spread' })).status).toBe(201);
+    expect((await ops.post('/v1/ops/zones', { id: 'eu-pack', name: 'EU pack', cluster_ids: [ids.big, ids.small], policy: 'pack' })).status).toBe(201);
+    expect((await ops.post('/v1/ops/zones', { id: 'legacy', name: 'Legacy', cluster_ids: [ids.noReboot], policy: 'spread' })).status).toBe(201);
+    const image = await ops.post('/v1/ops/images', {
+      name: 'alma-9', os: 'linux', min_disk_gb: 10, min_ram_mb: 1024, visibility: 'public',
+      provider_refs: { [ids.big]: 'tmpl/alma-big', [ids.small]: 'tmpl/alma-small', [ids.noReboot]: 'tmpl/alma-legacy' },
+    });
+    expect(image.status).toBe(201);
+    ids.image = image.body.id;
+    const flavor = await ops.post('/v1/ops/flavors', { name: 'm1', vcpus: 2, ram_mb: 2048, disk_gb: 20 });
+    expect(flavor.status).toBe(201);
+    ids.flavor = flavor.body.id;
+
+    const zones = await eventually(async () => {
+      const res = await tenant.get('/v1/zones');
+      return res.body.items.some((z: { id: string }) => z.id === 'legacy') ? res.body.items : undefined;
+    }, 'zones visible to tenants');
+    expect(zones.find((z: { id: string }) => z.id === 'legacy').capabilities.reboot).toBe(false);
+    expect(zones.find((z: { id: string }) => z.id === 'eu-1').capabilities.reboot).toBe(true);
+    expect(JSON.stringify(zones).replace(/"capabilities":\{[^}]*\}/g, '')).not.toMatch(/cluster|provider|tmpl|gold/);
+
+    const place = async (zone: string, name: string) => {
+      const res = await tenant.post('/v1/projects/acme/vms', { name, zone, image_id: ids.image, flavor_id: ids.flavor });
+      expect(res.status).toBe(202);
+      expect((await jobFinished(tenant, 'acme', res.body.job_id)).status).toBe('succeeded');
+      const [row] = await queryDatabase<{ cluster_id: string; image_ref: string }>(db.url, 'SELECT cluster_id, image_ref FROM simulator.vms WHERE hcp_id = $1', [res.body.resource_id]);
+      return { vm: res.body.resource_id as string, ...row };
+    };
+    // spread: the cluster with the most free memory; pack: the fullest one that still fits.
+    expect(await place('eu-1', 'spread-1')).toMatchObject({ cluster_id: ids.big, image_ref: 'tmpl/alma-big' });
+    expect(await place('eu-pack', 'pack-1')).toMatchObject({ cluster_id: ids.small, image_ref: 'tmpl/alma-small' });
+  });
+
+  it('refuses what the zone cannot do with FEATURE_NOT_SUPPORTED naming the capability', async () => {
+    const res = await tenant.post('/v1/projects/acme/vms', { name: 'old-1', zone: 'legacy', image_id: ids.image, flavor_id: ids.flavor });
+    await jobFinished(tenant, 'acme', res.body.job_id);
+    await eventually(async () => ((await tenant.get(`/v1/projects/acme/vms/${res.body.resource_id}`)).body.status === 'running' ? true : undefined), 'running');
+    const reboot = await tenant.post(`/v1/projects/acme/vms/${res.body.resource_id}/actions/reboot`, {});
+    expect(reboot.status).toBe(422);
+    expect(reboot.body.error).toMatchObject({ code: 'FEATURE_NOT_SUPPORTED', details: { missing: ['reboot'] } });
+    expect((await tenant.post(`/v1/projects/acme/vms/${res.body.resource_id}/actions/stop`, { force: true })).status).toBe(202);
+  });
+
+  it('fails a create at once when no cluster of the zone can take it', async () => {
+    expect((await infra.patch(`/v1/ops/clusters/${ids.noReboot}`, { enabled: false })).status).toBe(200);
+    const res = await eventually(async () => {
+      const r = await tenant.post('/v1/projects/acme/vms', { name: 'nowhere', zone: 'legacy', image_id: ids.image, flavor_id: ids.flavor });
+      return r.status === 503 ? r : undefined;
+      if (r.status !== 503) throw new Error(`${r.status} ${JSON.stringify(r.body)}`);
+    }, 'the disabled cluster to be refused', 5000);
+    expect(res.body.error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', details: { zone: 'legacy', reasons: { disabled: 1 } } });
+  });
+
+  it('refuses to delete what is in use', async () => {
+    expect((await ops.delete(`/v1/ops/images/${ids.image}`)).status).toBe(409);
+    expect((await infra.delete(`/v1/ops/clusters/${ids.big}`)).status).toBe(409);
+    expect((await infra.delete(`/v1/ops/providers/${ids.provider}`)).status).toBe(409);
+  });
+
+  it('lists VMs and jobs across projects for ops only', async () => {
+    const vms = await ops.get('/v1/ops/vms?project=acme&limit=200');
+    expect(vms.status).toBe(200);
+    expect(vms.body.items.length).toBeGreaterThanOrEqual(3);
+    expect(vms.body.items[0].placement.cluster_id).toEqual(expect.any(String));
+    expect((await ops.get('/v1/ops/jobs')).status).toBe(200);
+    for (const path of ['/v1/ops/vms', '/v1/ops/jobs', '/v1/ops/providers', '/v1/ops/zones']) {
+      const res = await tenant.get(path);
+      expect([path, res.status, res.body.error.code]).toEqual([path, 403, 'FORBIDDEN']);
+    }
+    expect((await ops.post('/v1/ops/providers', { name: 'x', type: 'simulator' })).status).toBe(403);
+  });
+
+  it('never lets a credential reach an answer, a log line, an event or a database row in clear', async () => {
+    const updated = await infra.patch(`/v1/ops/providers/${ids.provider}`, { credentials: { user: 'root@pam', password: `${MARKER}-rotated` } });
+    expect(updated.status).toBe(200);
+    const answers = [updated, await infra.get(`/v1/ops/providers/${ids.provider}`), await infra.get('/v1/ops/providers'), await ops.get('/v1/ops/vms')];
+    for (const res of answers) expect(JSON.stringify(res.body)).not.toContain(MARKER);
+    expect(hcp.logs).not.toContain(MARKER);
+    const events = await queryDatabase(db.url, `SELECT data::text, metadata::text FROM hcp_events`);
+    expect(JSON.stringify(events)).not.toContain(MARKER);
+    const dump = await dumpDatabaseText(db.url);
+    expect(dump).toContain('-- public.provider_credentials');
+    expect(dump).toMatch(/aes-256-gcm/i);
+    expect(dump).not.toContain(MARKER);
+  });
+});
