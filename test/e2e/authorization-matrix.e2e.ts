@@ -50,8 +50,48 @@ const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: numb
 };
 const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready']);
 
+/** API.md's ops table: which ops roles, and what a permitted call answers. */
+type OpsRole = 'cloud-operator' | 'infra-admin' | 'security-auditor';
+const INFRA_READ: OpsRole[] = ['infra-admin', 'cloud-operator'];
+const INFRA_WRITE: OpsRole[] = ['infra-admin'];
+const CLOUD: OpsRole[] = ['cloud-operator'];
+const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
+  'POST /v1/ops/providers': { roles: INFRA_WRITE, ok: 201 },
+  'GET /v1/ops/providers': { roles: INFRA_READ, ok: 200 },
+  'GET /v1/ops/providers/:id': { roles: INFRA_READ, ok: 200 },
+  'PATCH /v1/ops/providers/:id': { roles: INFRA_WRITE, ok: 200 },
+  'DELETE /v1/ops/providers/:id': { roles: INFRA_WRITE, ok: 204 },
+  'POST /v1/ops/providers/:id/check': { roles: INFRA_READ, ok: 200 },
+  'POST /v1/ops/clusters': { roles: INFRA_WRITE, ok: 201 },
+  'GET /v1/ops/clusters': { roles: INFRA_READ, ok: 200 },
+  'GET /v1/ops/clusters/:id': { roles: INFRA_READ, ok: 200 },
+  'PATCH /v1/ops/clusters/:id': { roles: INFRA_WRITE, ok: 200 },
+  'DELETE /v1/ops/clusters/:id': { roles: INFRA_WRITE, ok: 204 },
+  'POST /v1/ops/zones': { roles: CLOUD, ok: 201 },
+  'GET /v1/ops/zones': { roles: CLOUD, ok: 200 },
+  'GET /v1/ops/zones/:id': { roles: CLOUD, ok: 200 },
+  'PUT /v1/ops/zones/:id': { roles: CLOUD, ok: 200 },
+  'DELETE /v1/ops/zones/:id': { roles: CLOUD, ok: 204 },
+  'POST /v1/ops/images': { roles: CLOUD, ok: 201 },
+  'GET /v1/ops/images': { roles: CLOUD, ok: 200 },
+  'PATCH /v1/ops/images/:id': { roles: CLOUD, ok: 200 },
+  'DELETE /v1/ops/images/:id': { roles: CLOUD, ok: 204 },
+  'POST /v1/ops/flavors': { roles: CLOUD, ok: 201 },
+  'GET /v1/ops/flavors': { roles: CLOUD, ok: 200 },
+  'PATCH /v1/ops/flavors/:id': { roles: CLOUD, ok: 200 },
+  'DELETE /v1/ops/flavors/:id': { roles: CLOUD, ok: 204 },
+  'GET /v1/ops/vms': { roles: CLOUD, ok: 200 },
+  'GET /v1/ops/jobs': { roles: CLOUD, ok: 200 },
+};
+
 function expectedStatus(route: string, caller: Caller, relation: Relation): number {
   if (PUBLIC_ROUTES.has(route)) return 200;
+  const ops = OPS_ROUTES[route];
+  if (ops) {
+    if (caller.kind === 'break-glass') return caller.withReason ? ops.ok : 403;
+    if (caller.kind === 'tenant') return 403; // a tenant token never reaches /v1/ops
+    return ops.roles.includes(caller.role) ? ops.ok : 403;
+  }
   const spec = TENANT_ROUTES[route];
   if (!spec) throw new Error(`no expectation written for ${route}: add it to this matrix`);
   if (caller.kind === 'break-glass') return caller.withReason ? spec.ok : 403;
@@ -66,7 +106,9 @@ describe('authorization matrix', () => {
   let hcp: HcpProcess;
   let admin: ApiClient;
   let choice: { image_id: string; flavor_id: string };
-  const fixtures = { ownVm: '', ownJob: '', foreignVm: '', foreignJob: '' };
+  const fixtures = { ownVm: '', ownJob: '', foreignVm: '', foreignJob: '', provider: '', cluster: '', zone: '', image: '', flavor: '' };
+  let opsAdmin: ApiClient;
+  let serial = 0;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -79,6 +121,12 @@ describe('authorization matrix', () => {
     const own = await vmIn('own', 'running');
     const foreign = await vmIn('foreign', 'running');
     Object.assign(fixtures, { ownVm: own.vm, ownJob: own.job, foreignVm: foreign.vm, foreignJob: foreign.job });
+    opsAdmin = new ApiClient(hcp.baseUrl, hcp.token('fixture-ops', {}, ['infra-admin', 'cloud-operator']));
+    fixtures.provider = await freshOps('provider');
+    fixtures.cluster = await freshOps('cluster');
+    fixtures.zone = await freshOps('zone');
+    fixtures.image = await freshOps('image');
+    fixtures.flavor = await freshOps('flavor');
   });
 
   afterAll(async () => {
@@ -107,13 +155,21 @@ describe('authorization matrix', () => {
   const cases = Object.keys(ROUTE_POLICIES).flatMap((route) => CALLERS.flatMap((caller) => RELATIONS.map((relation) => ({ route, caller, relation }))));
 
   it('covers every route in the table', () => {
-    for (const route of Object.keys(ROUTE_POLICIES)) expect(PUBLIC_ROUTES.has(route) || route in TENANT_ROUTES).toBe(true);
+    for (const route of Object.keys(ROUTE_POLICIES)) expect([route, PUBLIC_ROUTES.has(route) || route in TENANT_ROUTES || route in OPS_ROUTES]).toEqual([route, true]);
     expect(cases.length).toBe(Object.keys(ROUTE_POLICIES).length * CALLERS.length * RELATIONS.length);
   });
 
   it.each(cases.map((c) => [c.route, describeCaller(c.caller), c.relation, c] as const))('%s as %s, %s project', async (route, _who, relation, { caller }) => {
     const expected = expectedStatus(route, caller, relation);
     const [method, pattern] = route.split(' ');
+    const { path, body } = route in OPS_ROUTES ? await opsRequest(route, pattern, expected === OPS_ROUTES[route].ok) : await tenantRequest(route, pattern, method, relation, expected);
+    const headers: Record<string, string> = caller.kind === 'break-glass' && caller.withReason ? { 'x-break-glass-reason': 'authorization matrix test' } : {};
+    const res = await new ApiClient(hcp.baseUrl, tokenFor(caller, relation)).request(method, path, body, headers);
+    expect({ route, status: res.status }).toEqual({ route, status: expected });
+    if (expected >= 400) expect(res.body.error.trace_id).toBe(res.headers.get('x-request-id'));
+  });
+
+  async function tenantRequest(route: string, pattern: string, method: string, relation: Relation, expected: number) {
     const project = relation === 'own' ? 'own' : 'foreign';
     const spec = TENANT_ROUTES[route];
     // A call that will be let through and changes a VM gets a fresh VM in the state it needs.
@@ -125,11 +181,40 @@ describe('authorization matrix', () => {
       .replace(':job_id', project === 'own' ? fixtures.ownJob : fixtures.foreignJob)
       .replace(':id', route.includes('images') ? choice.image_id : choice.flavor_id);
     const body = method === 'GET' || method === 'DELETE' ? undefined : route.endsWith('/vms') ? { name: 'matrix', zone: 'local', ...choice } : route.startsWith('PATCH') ? { tags: { m: 'x' } } : {};
-    const headers: Record<string, string> = caller.kind === 'break-glass' && caller.withReason ? { 'x-break-glass-reason': 'authorization matrix test' } : {};
-    const res = await new ApiClient(hcp.baseUrl, tokenFor(caller, relation)).request(method, path, body, headers);
-    expect({ route, status: res.status }).toEqual({ route, status: expected });
-    if (expected >= 400) expect(res.body.error.trace_id).toBe(res.headers.get('x-request-id'));
-  });
+    return { path, body };
+  }
+
+  /** An ops call: a fresh resource for every permitted change, so each one can succeed on its own. */
+  async function opsRequest(route: string, pattern: string, allowed: boolean) {
+    const kind = pattern.split('/')[3].replace(/s$/, '') as 'provider' | 'cluster' | 'zone' | 'image' | 'flavor' | 'vm' | 'job';
+    const unique = `m${++serial}`;
+    const bodies: Record<string, unknown> = {
+      provider: { name: unique, type: 'simulator' },
+      cluster: { name: unique, provider_id: fixtures.provider },
+      zone: route.startsWith('PUT') ? { name: unique, cluster_ids: [fixtures.cluster], policy: 'pack' } : { id: unique, name: unique, cluster_ids: [fixtures.cluster], policy: 'spread' },
+      image: route.startsWith('PATCH') ? { os: 'linux' } : { name: unique, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} },
+      flavor: route.startsWith('PATCH') ? { extras: { m: 1 } } : { name: unique, vcpus: 1, ram_mb: 512, disk_gb: 1 },
+    };
+    let id = fixtures[kind as keyof typeof fixtures] ?? '';
+    if (pattern.includes(':id') && allowed && route.startsWith('DELETE')) id = await freshOps(kind as 'provider');
+    const body = route.startsWith('GET') || route.startsWith('DELETE') || route.endsWith('/check') ? undefined : route.startsWith('PATCH') && kind === 'provider' ? { settings: { m: 1 } } : route.startsWith('PATCH') && kind === 'cluster' ? { enabled: true } : bodies[kind];
+    return { path: pattern.replace(':id', id), body };
+  }
+
+  async function freshOps(kind: 'provider' | 'cluster' | 'zone' | 'image' | 'flavor'): Promise<string> {
+    const name = `fresh${++serial}`;
+    const bodies = {
+      provider: ['/v1/ops/providers', { name, type: 'simulator' }],
+      cluster: ['/v1/ops/clusters', { name, provider_id: fixtures.provider }],
+      zone: ['/v1/ops/zones', { id: name, name, cluster_ids: [fixtures.cluster], policy: 'spread' }],
+      image: ['/v1/ops/images', { name, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} }],
+      flavor: ['/v1/ops/flavors', { name, vcpus: 1, ram_mb: 512, disk_gb: 1 }],
+    } as const;
+    const [path, body] = bodies[kind];
+    const res = await opsAdmin.post(path, body);
+    expect(res.status).toBe(201);
+    return res.body.id;
+  }
 });
 
 function describeCaller(caller: Caller): string {
