@@ -46,6 +46,7 @@ export interface HcpConfig {
   };
   seedCatalog: boolean;
   rateLimit: { perActorPerMinute: number; perProjectPerMinute: number };
+  providerHealthIntervalMs: number;
 }
 
 interface VariableSpec {
@@ -81,6 +82,7 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
   { name: 'HCP_SIMULATOR_FAULTS', default: '', description: 'simulator fault injection, e.g. create=fail,stop=timeout,reboot=fail@0.3' },
   { name: 'HCP_RATE_LIMIT_ACTOR_PER_MINUTE', default: '1200', description: 'requests one actor may make per minute (per API process)' },
   { name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE', default: '3000', description: 'requests to one project per minute, all actors together (per API process)' },
+  { name: 'HCP_PROVIDER_HEALTH_INTERVAL_MS', default: '60000', description: 'how often worker processes check every provider\'s connectivity' },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
 ];
 
@@ -193,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
       faults: raw('HCP_SIMULATOR_FAULTS'),
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
+    providerHealthIntervalMs: int('HCP_PROVIDER_HEALTH_INTERVAL_MS', 1000, 86_400_000),
     rateLimit: {
       perActorPerMinute: int('HCP_RATE_LIMIT_ACTOR_PER_MINUTE', 1, 10_000_000),
       perProjectPerMinute: int('HCP_RATE_LIMIT_PROJECT_PER_MINUTE', 1, 10_000_000),

@@ -67,10 +67,14 @@ export class QuotaReleaseProjection implements Projection {
     if (ended.size) {
       const ids = [...ended.keys()];
       const rows: Array<{ vm_id: string; project_id: string }> = await tx.query(
-        `UPDATE quota_vm_projects AS q SET ended_at = coalesce(q.ended_at, e.at)
-         FROM unnest($1::text[], $2::timestamptz[]) AS e(vm_id, at)
-         WHERE q.vm_id = e.vm_id
-         RETURNING q.vm_id, q.project_id`,
+        // Wrapped in a SELECT: TypeORM answers a bare UPDATE ... RETURNING as [rows, count].
+        `WITH ended AS (
+           UPDATE quota_vm_projects AS q SET ended_at = coalesce(q.ended_at, e.at)
+           FROM unnest($1::text[], $2::timestamptz[]) AS e(vm_id, at)
+           WHERE q.vm_id = e.vm_id
+           RETURNING q.vm_id, q.project_id
+         )
+         SELECT vm_id, project_id FROM ended`,
         [ids, ids.map((id) => ended.get(id)!.at)],
       );
       const known = new Set(rows.map((r) => r.vm_id));

@@ -3,7 +3,7 @@ import { EventContext, HcpError } from '@hcp/domain';
 import { QuotaEvent, quotaStreamId } from '@hcp/domain/quota/quota.events';
 import { evolveQuota, QuotaState } from '@hcp/domain/quota/quota.state-machine';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository } from '../eventing/aggregate-repository';
+import { AggregateRepository, Loaded } from '../eventing/aggregate-repository';
 import { EVENT_STORE } from '../eventing/tokens';
 
 export interface ContendedUpdateOptions {
@@ -35,6 +35,23 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
 
   constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
     super(store, codec, quotaStreamId, evolveQuota);
+  }
+
+  /**
+   * Folds the stream in revision order, sorting what the store returns: the PostgreSQL adapter's
+   * readStream orders by the text of the revision (`ORDER BY revision` binds to the `revision::text`
+   * output column), so from the 11th event on it returns 0, 1, 10, 11, 2, ... and the last row is not
+   * the stream's head. A quota stream passes 10 events quickly, and both the fold and the expected
+   * revision depend on the order.
+   */
+  override async load(projectId: string): Promise<Loaded<QuotaState>> {
+    const recorded = (await this.store.readStream(this.streamOf(projectId))).sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
+    let state: QuotaState | null = null;
+    for (const r of recorded) {
+      const { event, at } = this.codec.decode<QuotaEvent>(r);
+      state = evolveQuota(state, event, at);
+    }
+    return { id: projectId, state, revision: recorded.length === 0 ? 'no_stream' : recorded[recorded.length - 1]!.revision };
   }
 
   /**

@@ -13,6 +13,7 @@ import { JobRepository } from '../jobs/job.repository';
 import { JobWorker } from '../jobs/job-worker';
 import { VmJobExecutor } from '../jobs/vm-job.executor';
 import { IdempotencyStore } from '../idempotency/idempotency-store';
+import { ProviderHealthService } from '../ops/provider-health';
 import { HcpRuntime } from './hcp-runtime';
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
@@ -29,6 +30,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
   private worker: JobWorker | null = null;
   private listener: JobQueueListener | null = null;
   private purge: NodeJS.Timeout | null = null;
+  private healthProbe: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
@@ -37,6 +39,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     private readonly queue: JobQueue,
     private readonly executor: VmJobExecutor,
     private readonly idempotency: IdempotencyStore,
+    private readonly providerHealth: ProviderHealthService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -70,12 +73,15 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       await this.listener.start();
       worker.start();
       this.worker = worker;
+      this.healthProbe = setInterval(() => void this.providerHealth.checkAll(), this.config.providerHealthIntervalMs);
+      this.healthProbe.unref();
       this.logger.log(`job worker ${worker.id} started`);
     }
   }
 
   async onApplicationShutdown(): Promise<void> {
     if (this.purge) clearInterval(this.purge);
+    if (this.healthProbe) clearInterval(this.healthProbe);
     await this.listener?.stop();
     await this.worker?.stop();
     await Promise.all(this.projections.map((p) => p.stop()));
