@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   WrongExpectedRevisionError,
+  type ExpectedRevision,
   type EventStore,
   type NewEvent,
   type RecordedEvent,
@@ -132,6 +133,18 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
       expectStrictlyIncreasing(read.map((e) => e.position));
       expect(read[2]!.position).toBe(result.position);
       expect(read[4]!.position).toBe(next.position);
+    });
+
+    it('reads a stream of more than ten events in revision order and appends after its last', async () => {
+      const stream = `${uniquePrefix()}vm`;
+      let revision: ExpectedRevision = 'no_stream';
+      for (let i = 0; i < 12; i++) revision = (await store.append(stream, newEvents(1), revision)).nextExpectedRevision;
+
+      const read = await store.readStream(stream);
+
+      expect(read.map((e) => e.revision)).toEqual(Array.from({ length: 12 }, (_, i) => BigInt(i)));
+      expect((await store.readStream(stream, { fromRevision: 9n })).map((e) => e.revision)).toEqual([9n, 10n, 11n]);
+      await expect(store.append(stream, newEvents(1), read[read.length - 1]!.revision)).resolves.toMatchObject({ nextExpectedRevision: 12n });
     });
 
     it('reads a stream from a given revision, at most maxCount events', async () => {

@@ -134,8 +134,8 @@ export class PostgresEventStore implements EventStore {
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const { rows } = await this.pool.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM ${this.names.table}
-       WHERE stream_id = $1 AND revision >= $2::bigint ORDER BY revision LIMIT $3`,
+      `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
+       WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision LIMIT $3`,
       [streamId, (options.fromRevision ?? 0n).toString(), options.maxCount ?? null],
     );
     return rows.map(toRecordedEvent);
