@@ -38,6 +38,8 @@ import { StopVmHandler } from './vms/commands/stop-vm.handler';
 import { UpdateVmLabelsHandler } from './vms/commands/update-vm-labels.handler';
 import { VmOperationRequester } from './vms/commands/vm-operation-requester';
 import { VmQueries } from './vms/vm.queries';
+import { QuotaRepository } from './quotas/quota.repository';
+import { QuotaService } from './quotas/quota.service';
 import { VmRepository } from './vms/vm.repository';
 
 const COMMAND_HANDLERS = [CreateVmHandler, StartVmHandler, StopVmHandler, RebootVmHandler, DeleteVmHandler, UpdateVmLabelsHandler];
@@ -88,6 +90,8 @@ export class AppModule {
         JobQueries,
         JobQueue,
         VmJobExecutor,
+        QuotaRepository,
+        QuotaService,
         BackgroundProcesses,
       ],
     };

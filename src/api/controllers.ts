@@ -8,6 +8,8 @@ import { OpsImagesController } from './ops/images.controller';
 import { OpsWorkloadController } from './ops/ops-workload.controller';
 import { ProvidersController } from './ops/providers.controller';
 import { ZonesController } from './ops/zones.controller';
+import { OpsQuotasController } from './ops/quotas.controller';
+import { QuotasController } from './tenant/quotas.controller';
 
 /** Every controller of the API; the route-policy test walks this list. */
 export const CONTROLLERS = [
@@ -15,10 +17,12 @@ export const CONTROLLERS = [
   CatalogController,
   VmsController,
   JobsController,
+  QuotasController,
   ProvidersController,
   ClustersController,
   ZonesController,
   OpsImagesController,
   OpsFlavorsController,
   OpsWorkloadController,
+  OpsQuotasController,
 ];

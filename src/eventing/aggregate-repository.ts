@@ -51,10 +51,11 @@ export class AggregateRepository<S, E extends DomainEvent> {
   }
 
   /**
-   * Load, decide, append; on a concurrent change, load again and decide again (a few times) so callers
-   * only see CONFLICT when the decision itself is refused or contention persists.
+   * Load, decide, append; on a concurrent change, load again and decide again so callers only see
+   * CONFLICT when the decision itself is refused or contention persists. A refusal of the decision
+   * (thrown by `decide`) is never retried. Hot streams pass a jittered, growing pause between rounds.
    */
-  async update(id: string, decide: (state: S | null) => E[], context: EventContext, attempts = 3): Promise<{ state: S | null; events: E[] }> {
+  async update(id: string, decide: (state: S | null) => E[], context: EventContext, retry: RetryOptions = FEW_RETRIES): Promise<{ state: S | null; events: E[] }> {
     for (let attempt = 1; ; attempt++) {
       const current = await this.load(id);
       const events = decide(current.state);
@@ -62,8 +63,21 @@ export class AggregateRepository<S, E extends DomainEvent> {
         const { state } = await this.append(current, events, context);
         return { state, events };
       } catch (err) {
-        if (!(err instanceof HcpError && err.code === 'CONFLICT') || attempt >= attempts) throw err;
+        if (!(err instanceof HcpError && err.code === 'CONFLICT') || attempt >= retry.attempts) throw err;
       }
+      if (retry.maxJitterMs > 0) await pause(Math.random() * Math.min(retry.maxJitterMs, retry.baseJitterMs * 2 ** (attempt - 1)));
     }
   }
 }
+
+export interface RetryOptions {
+  /** Load-decide-append rounds before a persisting concurrent change surfaces as CONFLICT. */
+  attempts: number;
+  /** The random pause before round n+1 is up to `min(maxJitterMs, baseJitterMs * 2^(n-1))`. */
+  baseJitterMs: number;
+  maxJitterMs: number;
+}
+
+const FEW_RETRIES: RetryOptions = { attempts: 3, baseJitterMs: 0, maxJitterMs: 0 };
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

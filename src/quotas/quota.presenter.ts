@@ -1,5 +1,5 @@
 import type { QuotaLimits, QuotaUsage } from '@hcp/domain/quota/quota.events';
-import { ZERO_USAGE, type QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import { ZERO_QUOTA_USAGE, type QuotaState } from '@hcp/domain/quota/quota.state-machine';
 
 /** A project's quota as API.md shows it: limits (null when ops never set any: unlimited) and usage. */
 export interface QuotaView {
@@ -11,7 +11,7 @@ export interface QuotaView {
 /** Built field by field, so the reservations (VM ids) and any later internal field never leak. */
 export function presentQuota(projectId: string, source: Pick<QuotaState, 'limits' | 'usage'> | null): QuotaView {
   const limits = source?.limits ?? null;
-  const usage = source?.usage ?? ZERO_USAGE;
+  const usage = source?.usage ?? ZERO_QUOTA_USAGE;
   return {
     project_id: projectId,
     limits: limits && { instances: limits.instances, vcpus: limits.vcpus, ram_mb: limits.ram_mb, disk_gb: limits.disk_gb },

@@ -13,6 +13,9 @@ import { JobRepository } from '../jobs/job.repository';
 import { JobWorker } from '../jobs/job-worker';
 import { VmJobExecutor } from '../jobs/vm-job.executor';
 import { IdempotencyStore } from '../idempotency/idempotency-store';
+import { quotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
+import { QuotaReleaseProjection } from '../quotas/quota-release.projection';
+import { QuotaService } from '../quotas/quota.service';
 import { ProviderHealthService } from '../ops/provider-health';
 import { HcpRuntime } from './hcp-runtime';
 
@@ -40,6 +43,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     private readonly executor: VmJobExecutor,
     private readonly idempotency: IdempotencyStore,
     private readonly providerHealth: ProviderHealthService,
+    private readonly quotas: QuotaService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -52,7 +56,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.purge.unref();
     }
     if (this.config.roles.includes('projections')) {
-      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue)];
+      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue), quotaReadModelProjection(), new QuotaReleaseProjection(this.quotas)];
       for (const projection of projections) {
         const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
         runner.start();

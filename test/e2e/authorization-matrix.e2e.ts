@@ -47,6 +47,7 @@ const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: numb
   'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': { least: 'operator', ok: 202, vmState: 'running' },
   'GET /v1/projects/:project_id/jobs': { least: 'viewer', ok: 200 },
   'GET /v1/projects/:project_id/jobs/:job_id': { least: 'viewer', ok: 200 },
+  'GET /v1/projects/:project_id/quotas': { least: 'viewer', ok: 200 },
 };
 const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready']);
 
@@ -80,6 +81,7 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'GET /v1/ops/flavors': { roles: CLOUD, ok: 200 },
   'PATCH /v1/ops/flavors/:id': { roles: CLOUD, ok: 200 },
   'DELETE /v1/ops/flavors/:id': { roles: CLOUD, ok: 204 },
+  'PUT /v1/ops/projects/:project_id/quotas': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/vms': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/jobs': { roles: CLOUD, ok: 200 },
 };
@@ -194,11 +196,12 @@ describe('authorization matrix', () => {
       zone: route.startsWith('PUT') ? { name: unique, cluster_ids: [fixtures.cluster], policy: 'pack' } : { id: unique, name: unique, cluster_ids: [fixtures.cluster], policy: 'spread' },
       image: route.startsWith('PATCH') ? { os: 'linux' } : { name: unique, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} },
       flavor: route.startsWith('PATCH') ? { extras: { m: 1 } } : { name: unique, vcpus: 1, ram_mb: 512, disk_gb: 1 },
+      project: { instances: 10_000, vcpus: 100_000, ram_mb: 100_000_000, disk_gb: 10_000_000 },
     };
     let id = fixtures[kind as keyof typeof fixtures] ?? '';
     if (pattern.includes(':id') && allowed && route.startsWith('DELETE')) id = await freshOps(kind as 'provider');
     const body = route.startsWith('GET') || route.startsWith('DELETE') || route.endsWith('/check') ? undefined : route.startsWith('PATCH') && kind === 'provider' ? { settings: { m: 1 } } : route.startsWith('PATCH') && kind === 'cluster' ? { enabled: true } : bodies[kind];
-    return { path: pattern.replace(':id', id), body };
+    return { path: pattern.replace(':id', id).replace(':project_id', 'quota-matrix'), body };
   }
 
   async function freshOps(kind: 'provider' | 'cluster' | 'zone' | 'image' | 'flavor'): Promise<string> {

@@ -124,6 +124,34 @@ describe('ops plane', () => {
     expect((await ops.post('/v1/ops/providers', { name: 'x', type: 'simulator' })).status).toBe(403);
   });
 
+  it('enforces quotas race-free: 20 concurrent creates against 5 instances accept exactly 5', async () => {
+    const set = await ops.request('PUT', '/v1/ops/projects/quota-race/quotas', { instances: 5, vcpus: 100, ram_mb: 1_000_000, disk_gb: 100_000 });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ project_id: 'quota-race', limits: { instances: 5 }, usage: { instances: 0 } });
+    const racer = new ApiClient(hcp.baseUrl, hcp.token('rita', { 'quota-race': 'admin' }));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => racer.post('/v1/projects/quota-race/vms', { name: `q-${i}`, zone: 'eu-1', image_id: ids.image, flavor_id: ids.flavor })),
+    );
+    expect(answers.filter((a) => a.status === 202)).toHaveLength(5);
+    const refused = answers.filter((a) => a.status !== 202);
+    expect(refused).toHaveLength(15);
+    for (const r of refused) expect(r.body.error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { resource: 'instances', limit: 5 } });
+    const quota = await eventually(async () => {
+      const res = await racer.get('/v1/projects/quota-race/quotas');
+      return res.body.usage?.instances === 5 ? res.body : undefined;
+    }, 'usage of 5 instances');
+    expect(quota.usage).toEqual({ instances: 5, vcpus: 10, ram_mb: 10240, disk_gb: 100 });
+
+    // Deleting a VM gives its share back (from the events, through the quota-release projection).
+    const victim = answers.find((a) => a.status === 202)!.body;
+    await jobFinished(racer, 'quota-race', victim.job_id);
+    await eventually(async () => ((await racer.get(`/v1/projects/quota-race/vms/${victim.resource_id}`)).body.status === 'running' ? true : undefined), 'running');
+    const del = await racer.delete(`/v1/projects/quota-race/vms/${victim.resource_id}`);
+    await jobFinished(racer, 'quota-race', del.body.job_id);
+    await eventually(async () => ((await racer.get('/v1/projects/quota-race/quotas')).body.usage.instances === 4 ? true : undefined), 'usage back to 4');
+    expect((await racer.post('/v1/projects/quota-race/vms', { name: 'q-after', zone: 'eu-1', image_id: ids.image, flavor_id: ids.flavor })).status).toBe(202);
+  });
+
   it('never lets a credential reach an answer, a log line, an event or a database row in clear', async () => {
     const updated = await infra.patch(`/v1/ops/providers/${ids.provider}`, { credentials: { user: 'root@pam', password: `${MARKER}-rotated` } });
     expect(updated.status).toBe(200);

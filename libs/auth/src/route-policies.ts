@@ -43,6 +43,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': operatorJob,
   'GET /v1/projects/:project_id/jobs': viewer,
   'GET /v1/projects/:project_id/jobs/:job_id': viewer,
+  'GET /v1/projects/:project_id/quotas': viewer,
 
   'POST /v1/ops/providers': infraWrite,
   'GET /v1/ops/providers': infraRead,
@@ -68,6 +69,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /v1/ops/flavors': cloudOperator,
   'PATCH /v1/ops/flavors/:id': cloudOperator,
   'DELETE /v1/ops/flavors/:id': cloudOperator,
+  'PUT /v1/ops/projects/:project_id/quotas': cloudOperator,
   'GET /v1/ops/vms': cloudOperator,
   'GET /v1/ops/jobs': cloudOperator,
 };

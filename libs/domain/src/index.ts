@@ -11,3 +11,5 @@ export * from './security/security.events';
 export * from './ops/ops-resources';
 export * from './ops/capabilities';
 export * from './ops/placement';
+export * from './quota/quota.events';
+export * from './quota/quota.state-machine';

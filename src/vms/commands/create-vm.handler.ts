@@ -1,5 +1,6 @@
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { decideVm, HcpError, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { decideVm, EventContext, HcpError, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { QuotaService } from '../../quotas/quota.service';
 import { CatalogService } from '../../catalog/catalog.service';
 import { eventContext } from '../../eventing/event-context';
 import { JobRepository } from '../../jobs/job.repository';
@@ -29,6 +30,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
     private readonly catalog: CatalogService,
     private readonly vms: VmRepository,
     private readonly jobs: JobRepository,
+    private readonly quotas: QuotaService,
   ) {}
 
   async execute({ projectId, input, ctx }: CreateVmCommand): Promise<JobAccepted> {
@@ -53,13 +55,28 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
     };
     const context = eventContext(ctx.actor, ctx.traceId);
     const events = decideVm(null, { type: 'create', data });
+    // Quota before the VM exists: a refusal (403 QUOTA_EXCEEDED) leaves nothing behind; a retry of this
+    // request (same derived vm id) finds its reservation held and changes nothing.
+    await this.quotas.reserve(projectId, vmId, resources, context);
     try {
       await this.vms.append({ id: vmId, state: null, revision: 'no_stream' }, events, context);
     } catch (err) {
-      if (!(await this.isRetryOf(err, projectId, vmId, jobId))) throw err;
+      if (!(await this.isRetryOf(err, projectId, vmId, jobId))) {
+        await this.releaseUnrecorded(projectId, vmId, context);
+        throw err;
+      }
     }
     await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
+  }
+
+  /** The VM was not recorded: give its reservation back. When that cannot be told, keep it (never undercount). */
+  private async releaseUnrecorded(projectId: string, vmId: string, context: EventContext): Promise<void> {
+    const recorded = await this.vms.creationRequest(vmId).then(
+      () => true,
+      (err) => !(err instanceof HcpError && err.code === 'NOT_FOUND'),
+    );
+    if (!recorded) await this.quotas.release(projectId, vmId, context).catch(() => undefined);
   }
 
   /** With derived ids, the stream exists only if an earlier try of this very request created it. */

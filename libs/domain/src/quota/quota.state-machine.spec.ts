@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { HcpError, HTTP_STATUS_OF } from '../errors';
 import { QUOTA_EVENT_VERSIONS, QUOTA_RESOURCES, QuotaEvent, QuotaLimits, QuotaResources, quotaStreamId } from './quota.events';
-import { decideQuota, evolveQuota, foldQuota, QuotaCommand, QuotaState, quotaUsageOf, ZERO_USAGE } from './quota.state-machine';
+import { decideQuota, evolveQuota, foldQuota, QuotaCommand, QuotaState, quotaUsageOf, ZERO_QUOTA_USAGE } from './quota.state-machine';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const P = 'p1';
@@ -54,7 +54,7 @@ describe('quota state machine: set_limits', () => {
 
   it('records limits and replaces them on a second set', () => {
     const first = withLimits();
-    expect(first).toMatchObject({ project_id: P, limits: LIMITS, usage: ZERO_USAGE, reservations: {} });
+    expect(first).toMatchObject({ project_id: P, limits: LIMITS, usage: ZERO_QUOTA_USAGE, reservations: {} });
     const second = run(first, setLimits({ instances: 10, vcpus: 20, ram_mb: 4096, disk_gb: 500 }))!;
     expect(second.limits).toEqual({ instances: 10, vcpus: 20, ram_mb: 4096, disk_gb: 500 });
   });
@@ -214,8 +214,8 @@ describe('quota evolve', () => {
     const twice = apply(null, [reserved, reserved])!;
     expect(twice.usage.instances).toBe(1);
     const state = apply(twice, [released, released])!;
-    expect(state.usage).toEqual(ZERO_USAGE);
-    expect(apply(null, [released])!.usage).toEqual(ZERO_USAGE);
+    expect(state.usage).toEqual(ZERO_QUOTA_USAGE);
+    expect(apply(null, [released])!.usage).toEqual(ZERO_QUOTA_USAGE);
   });
 
   it('keeps vm ids that look like object keys as plain data', () => {
@@ -224,7 +224,7 @@ describe('quota evolve', () => {
     expect(Object.keys(state.reservations).sort()).toEqual(['__proto__', 'constructor']);
     expect(decideQuota(null, release('toString'))).toEqual([]);
     const back = JSON.parse(JSON.stringify(state)) as QuotaState;
-    expect(run(run(back, release('__proto__')), release('constructor'))!.usage).toEqual(ZERO_USAGE);
+    expect(run(run(back, release('__proto__')), release('constructor'))!.usage).toEqual(ZERO_QUOTA_USAGE);
   });
 
   it('records when it last changed', () => {

@@ -23,13 +23,13 @@ export interface QuotaState {
   updated_at: string;
 }
 
-export const ZERO_USAGE: Readonly<QuotaUsage> = Object.freeze({ instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 });
+export const ZERO_QUOTA_USAGE: Readonly<QuotaUsage> = Object.freeze({ instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 });
 
 /** The usage a set of reservations adds up to (one instance per VM). */
 export function quotaUsageOf(reservations: Readonly<Record<string, QuotaResources>>): QuotaUsage {
   return Object.values(reservations).reduce<QuotaUsage>(
     (sum, r) => ({ instances: sum.instances + 1, vcpus: sum.vcpus + r.vcpus, ram_mb: sum.ram_mb + r.ram_mb, disk_gb: sum.disk_gb + r.disk_gb }),
-    { ...ZERO_USAGE },
+    { ...ZERO_QUOTA_USAGE },
   );
 }
 
@@ -40,7 +40,7 @@ const isReserved = (state: QuotaState | null, vmId: string): boolean =>
 // evolve: state + event -> state. Total and pure; used by the aggregate and by the read-model projection.
 
 export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: string): QuotaState {
-  const current: QuotaState = state ?? { project_id: event.data.project_id, limits: null, reservations: {}, usage: { ...ZERO_USAGE }, updated_at: at };
+  const current: QuotaState = state ?? { project_id: event.data.project_id, limits: null, reservations: {}, usage: { ...ZERO_QUOTA_USAGE }, updated_at: at };
   switch (event.type) {
     case 'QuotaLimitsSet':
       return { ...current, limits: { ...event.data.limits }, updated_at: at };
