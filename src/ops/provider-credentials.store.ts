@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { SecretBox } from '@hcp/secrets';
+import { KeyRotation, RotationResult, SecretBox } from '@hcp/secrets';
 
 export const SECRET_BOX = Symbol('SECRET_BOX');
 
@@ -29,6 +29,25 @@ export class ProviderCredentialsStore {
     const [row] = await this.db.query(`SELECT sealed FROM provider_credentials WHERE provider_id = $1`, [providerId]);
     if (!row) return null;
     return this.box.openJson<Record<string, unknown>>(row.sealed, aad(providerId));
+  }
+
+  /**
+   * Re-wraps every stored credential's data key with the active KEK (the secrets themselves are not
+   * re-encrypted), without downtime: readers keep opening both old and new envelopes meanwhile, and a
+   * credential replaced during the run is left as its writer stored it.
+   */
+  async rotate(): Promise<RotationResult> {
+    const rows: Array<{ provider_id: string; sealed: unknown }> = await this.db.query(`SELECT provider_id, sealed FROM provider_credentials`);
+    return new KeyRotation(this.box).rotateAll(
+      rows.map((r) => ({ id: r.provider_id, sealed: r.sealed })),
+      async (id, sealed, previous) => {
+        const updated = await this.db.query(
+          `UPDATE provider_credentials SET sealed = $2, updated_at = now() WHERE provider_id = $1 AND sealed = $3::jsonb RETURNING 1`,
+          [id, JSON.stringify(sealed), JSON.stringify(previous)],
+        );
+        return updated.length > 0;
+      },
+    );
   }
 
   async remove(providerId: string): Promise<void> {
