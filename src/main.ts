@@ -39,7 +39,14 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const runtime = await openRuntime(config);
+  const runtime = await openRuntime(config).catch((err: unknown) => {
+    // A secrets setting that is wrong or missing is a configuration error like any other.
+    if ((err as { name?: string; code?: string }).name === 'SecretsError' && (err as { code?: string }).code === 'CONFIG') {
+      process.stderr.write(`HCP cannot start: invalid configuration:\n  - ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  });
   const app = await NestFactory.create(AppModule.forRoot(runtime), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
   app.use(requestIdMiddleware);

@@ -51,6 +51,9 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     await migrate(dataSource);
 
     const pool = new Pool({ connectionString: databaseUrl, max: 20, application_name: 'hcp-events' });
+    // An idle connection dropped by the server (restart, failover) must not crash the process; the pool
+    // replaces it on the next checkout.
+    pool.on('error', (err) => logger.warn(`database connection lost: ${err.message}`));
     closers.push(() => pool.end());
     const eventStore: EventStore = config.eventStoreConnectionString
       ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })

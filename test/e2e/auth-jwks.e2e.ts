@@ -46,6 +46,8 @@ describe('JWKS verification', () => {
       databaseUrl: db.url,
       env: {
         HCP_AUTH_MODE: 'jwks',
+        // Production mode: secrets need configured key-encryption keys (no generated keyring).
+        HCP_SECRETS_KEKS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
         HCP_JWKS_URL: `http://127.0.0.1:${port}/.well-known/jwks.json`,
         HCP_JWKS_REFRESH_COOLDOWN_MS: '2000',
         HCP_JWT_ISSUER: 'https://gateway.test',

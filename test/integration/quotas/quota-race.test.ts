@@ -79,6 +79,7 @@ describe('project quotas on PostgreSQL', () => {
       }
     }
     pool = new Pool({ connectionString: db.url, max: 30 });
+    pool.on('error', () => undefined); // the database is dropped at the end with connections still closing
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
     codec = new DomainEventCodec(
       new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS }),
