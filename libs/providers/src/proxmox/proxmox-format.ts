@@ -1,0 +1,212 @@
+/**
+ * Pure helpers for the strings Proxmox VE uses: UPIDs, property strings (`virtio=AA:..,bridge=vmbr0`),
+ * disk sizes, tag lists, and the marks HCP leaves on its VMs (tags and a description block).
+ */
+
+export interface Upid {
+  node: string;
+  pid: number;
+  pstart: number;
+  starttime: number;
+  type: string;
+  id: string;
+  user: string;
+}
+
+/** `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:` (hex numbers; user may be a token id). */
+export function parseUpid(upid: string): Upid | null {
+  const m = /^UPID:([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$/.exec(upid);
+  if (!m) return null;
+  return {
+    node: m[1],
+    pid: parseInt(m[3], 16),
+    pstart: parseInt(m[4], 16),
+    starttime: parseInt(m[5], 16),
+    type: m[6],
+    id: m[7],
+    user: m[8],
+  };
+}
+
+/** Entries of a property string in order; a value without a key has key ''. */
+export function parsePropertyString(text: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const part of text.split(',')) {
+    if (part.trim() === '') continue;
+    const eq = part.indexOf('=');
+    out.push(eq < 0 ? ['', part] : [part.slice(0, eq), part.slice(eq + 1)]);
+  }
+  return out;
+}
+
+export function printPropertyString(entries: Array<[string, string]>): string {
+  return entries.map(([k, v]) => (k === '' ? v : `${k}=${v}`)).join(',');
+}
+
+const NIC_MODELS = ['e1000', 'e1000-82540em', 'e1000-82544gc', 'e1000-82545em', 'e1000e', 'i82551', 'i82557b', 'i82559er', 'ne2k_isa', 'ne2k_pci', 'pcnet', 'rtl8139', 'virtio', 'vmxnet3'];
+
+/**
+ * net0 on the given bridge, keeping the model and MAC the clone already has (a new MAC would change
+ * the guest's interface and its DHCP lease on every retry).
+ */
+export function netOnBridge(current: string | undefined, bridge: string): string {
+  const entries = current ? parsePropertyString(current) : [];
+  if (!entries.some(([k, v]) => NIC_MODELS.includes(k) || (k === '' && NIC_MODELS.includes(v)) || k === 'model')) {
+    entries.unshift(['', 'virtio']);
+  }
+  const at = entries.findIndex(([k]) => k === 'bridge');
+  if (at >= 0) entries[at] = ['bridge', bridge];
+  else entries.push(['bridge', bridge]);
+  return printPropertyString(entries);
+}
+
+/** The MAC address in a net[n] value, upper-case, or undefined. */
+export function macOf(net: string | undefined): string | undefined {
+  if (!net) return undefined;
+  for (const [k, v] of parsePropertyString(net)) {
+    if ((NIC_MODELS.includes(k) || k === 'macaddr') && /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(v)) return v.toUpperCase();
+  }
+  return undefined;
+}
+
+export function bridgeOf(net: string | undefined): string | undefined {
+  return net ? parsePropertyString(net).find(([k]) => k === 'bridge')?.[1] : undefined;
+}
+
+const UNITS: Record<string, number> = { '': 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 };
+
+/** `32G`, `2252M`, `10737418240` → bytes; undefined when not a size. */
+export function parseSize(text: string | undefined): number | undefined {
+  if (!text) return undefined;
+  const m = /^(\d+(?:\.\d+)?)([KMGT]?)$/.exec(text.trim());
+  return m ? Math.floor(Number(m[1]) * UNITS[m[2]]) : undefined;
+}
+
+/** The `size=` of a disk value such as `local-lvm:vm-101-disk-0,iothread=1,size=32G`. */
+export function diskSizeOf(disk: string | undefined): number | undefined {
+  if (!disk) return undefined;
+  return parseSize(parsePropertyString(disk).find(([k]) => k === 'size')?.[1]);
+}
+
+const DISK_KEY = /^(ide|sata|scsi|virtio)\d+$/;
+
+function isDataDisk(value: string | undefined): boolean {
+  if (!value) return false;
+  const entries = parsePropertyString(value);
+  const volume = entries.find(([k]) => k === '' || k === 'file')?.[1] ?? '';
+  if (entries.some(([k, v]) => k === 'media' && v === 'cdrom')) return false;
+  if (/cloudinit/.test(volume) || volume === 'none' || volume === 'cdrom') return false;
+  return true;
+}
+
+/** The disk a VM boots from: first disk of `boot: order=...`, else legacy `bootdisk`, else the first data disk. */
+export function bootDiskOf(config: Record<string, unknown>): string | undefined {
+  const get = (k: string) => (typeof config[k] === 'string' ? (config[k] as string) : undefined);
+  const boot = get('boot');
+  if (boot) {
+    const order = parsePropertyString(boot).find(([k]) => k === 'order')?.[1];
+    for (const device of order?.split(';') ?? []) {
+      if (DISK_KEY.test(device) && isDataDisk(get(device))) return device;
+    }
+  }
+  const legacy = get('bootdisk');
+  if (legacy && DISK_KEY.test(legacy) && isDataDisk(get(legacy))) return legacy;
+  const keys = Object.keys(config).filter((k) => DISK_KEY.test(k) && isDataDisk(get(k)));
+  const rank = (k: string) => ['scsi', 'virtio', 'sata', 'ide'].indexOf(k.replace(/\d+$/, '')) * 1000 + Number(k.replace(/^\D+/, ''));
+  return keys.sort((a, b) => rank(a) - rank(b))[0];
+}
+
+/** Proxmox tag lists are separated by `;` (`,` and spaces are accepted on input). */
+export function parseTags(text: unknown): string[] {
+  return typeof text === 'string' ? text.split(/[;,\s]+/).filter((t) => t !== '') : [];
+}
+
+/** A Proxmox tag (`[a-z0-9_][a-z0-9_+.-]*`) made from any text; lossy, so HCP confirms ids by the description. */
+export function tagSafe(text: string): string {
+  const cleaned = text.toLowerCase().replace(/[^a-z0-9_+.-]/g, '_');
+  return /^[a-z0-9_]/.test(cleaned) ? cleaned : `_${cleaned}`;
+}
+
+export const HCP_TAG = 'hcp';
+
+export function hcpIdTag(hcpId: string): string {
+  return `hcp-id-${tagSafe(hcpId)}`;
+}
+
+/**
+ * The name a clone gets until it is configured: found by `/cluster/resources` (which shows names and
+ * tags, not descriptions), so a create interrupted between clone and configure is found again.
+ */
+export function cloneMarkerName(hcpId: string): string {
+  return `hcp-${hcpId.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/-+/g, '-').replace(/^-|-$/g, '') || 'vm'}`;
+}
+
+/** A DNS name for the VM (also the guest's cloud-init host name), or undefined when none can be made. */
+export function dnsName(name: string): string | undefined {
+  const label = name
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, '-')
+    .split('.')
+    .map((l) => l.replace(/^-+|-+$/g, '').slice(0, 63))
+    .filter((l) => l !== '')
+    .join('.');
+  return label !== '' && /^(([a-z0-9]([a-z0-9-]*[a-z0-9])?)\.)*([a-z0-9]([a-z0-9-]*[a-z0-9])?)$/.test(label) ? label : undefined;
+}
+
+const DESCRIPTION_HEAD = 'Managed by HCP (Hypervisor Control Plane). The hcp-* lines identify this VM; do not edit them.';
+
+export interface HcpMarks {
+  hcp_id: string;
+  project_id?: string;
+  name?: string;
+  tags?: Record<string, string>;
+}
+
+const oneLine = (s: string) => s.replace(/[\r\n]+/g, ' ');
+
+export function buildDescription(marks: HcpMarks): string {
+  const lines = [DESCRIPTION_HEAD, `hcp-id: ${oneLine(marks.hcp_id)}`];
+  if (marks.project_id !== undefined) lines.push(`hcp-project: ${oneLine(marks.project_id)}`);
+  if (marks.name !== undefined) lines.push(`hcp-name: ${oneLine(marks.name)}`);
+  if (marks.tags && Object.keys(marks.tags).length > 0) lines.push(`hcp-tags: ${oneLine(JSON.stringify(marks.tags))}`);
+  return lines.join('\n');
+}
+
+/** The HCP id in a VM description, or undefined. */
+export function hcpIdOfDescription(description: unknown): string | undefined {
+  if (typeof description !== 'string') return undefined;
+  const m = /^hcp-id: (.+)$/m.exec(description);
+  return m ? m[1].trim() : undefined;
+}
+
+/** ssh keys as Proxmox wants them in `sshkeys`: one per line, URL-encoded (`%20` for spaces, not `+`). */
+export function encodeSshKeys(keys: string[]): string {
+  return encodeURIComponent(keys.map((k) => k.trim()).filter((k) => k !== '').join('\n'));
+}
+
+export function decodeSshKeys(value: unknown): string[] {
+  if (typeof value !== 'string' || value === '') return [];
+  let text: string;
+  try {
+    text = decodeURIComponent(value);
+  } catch {
+    text = value;
+  }
+  return text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+}
+
+/** `memory` is a property string since PVE 8 (`[current=]<MiB>`); the MiB either way. */
+export function memoryMiB(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value !== 'string') return undefined;
+  const entry = parsePropertyString(value).find(([k]) => k === '' || k === 'current');
+  return entry && /^\d+$/.test(entry[1]) ? Number(entry[1]) : undefined;
+}
+
+/** Whether `agent` (`[enabled=]<1|0>,...`) enables the guest agent. */
+export function agentEnabled(value: unknown): boolean {
+  if (value === 1 || value === true) return true;
+  if (typeof value !== 'string') return false;
+  const entry = parsePropertyString(value).find(([k]) => k === '' || k === 'enabled');
+  return !!entry && /^(1|on|yes|true)$/i.test(entry[1]);
+}

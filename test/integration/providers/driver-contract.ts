@@ -1,0 +1,222 @@
+/**
+ * The driver contract: what every ProviderDriver must do, whatever the hypervisor. Each driver's test
+ * file calls `describeDriverContract` with a harness that builds the driver against its provider (or
+ * the provider's simulator) and knows how to make that provider fail.
+ */
+import { randomUUID } from 'node:crypto';
+import { HcpError } from '@hcp/domain';
+import type { CallContext, CreateVmSpec, ProviderDriver } from '@hcp/providers';
+
+export interface DriverContractHarness {
+  /** The driver under test. Read it at each call: fault injection may swap it. */
+  readonly driver: ProviderDriver;
+  /** A create spec this provider can fulfil (image_ref of an existing template, ...). */
+  spec(overrides?: Partial<CreateVmSpec>): CreateVmSpec;
+  /** From now on the provider refuses service (5xx, unreachable): calls must fail PROVIDER_UNAVAILABLE. */
+  injectUnavailable(): Promise<void>;
+  /** From now on the provider does not answer: calls must end PROVIDER_TIMEOUT at their deadline. */
+  injectHang(): Promise<void>;
+  clearFaults(): Promise<void>;
+  /** How many VMs the provider holds for this HCP id. */
+  countVms(hcpId: string): Promise<number>;
+  /** A deadline comfortably long for one operation on this provider. */
+  readonly opTimeoutMs: number;
+  close(): Promise<void>;
+}
+
+export function ctx(ms: number, signal: AbortSignal = new AbortController().signal): CallContext {
+  return { deadline: new Date(Date.now() + ms), signal };
+}
+
+export async function caught(promise: Promise<unknown>): Promise<HcpError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof HcpError) return err;
+    throw err;
+  }
+  throw new Error('expected the call to fail');
+}
+
+export function describeDriverContract(name: string, setup: () => Promise<DriverContractHarness>): void {
+  describe(`driver contract: ${name}`, () => {
+    let h: DriverContractHarness;
+    const op = () => ctx(h.opTimeoutMs);
+
+    beforeAll(async () => {
+      h = await setup();
+    });
+
+    afterEach(async () => {
+      await h.clearFaults();
+    });
+
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it('declares well-formed capabilities', () => {
+      const caps = h.driver.capabilities();
+      expect(typeof h.driver.type).toBe('string');
+      expect(Array.isArray(caps.console_types)).toBe(true);
+      for (const key of ['reboot', 'graceful_stop', 'snapshots', 'resize', 'guest_agent_addresses', 'provider_tags'] as const) {
+        expect(typeof caps[key]).toBe('boolean');
+      }
+      // A copy: callers may narrow it without changing the driver.
+      caps.console_types.push('rdp');
+      expect(h.driver.capabilities().console_types).not.toEqual(caps.console_types);
+    });
+
+    it('runs the whole lifecycle: create running, describe, stop, start, reboot, delete', async () => {
+      const spec = h.spec();
+      const created = await h.driver.createVm(spec, op());
+      expect(created.hcp_id).toBe(spec.hcp_id);
+      expect(created.power_state).toBe('running');
+      expect(created.provider_ref).toEqual(expect.objectContaining({ provider_id: expect.any(String), cluster_id: expect.any(String) }));
+
+      const described = await h.driver.describeVm(spec.hcp_id, op());
+      expect(described).toMatchObject({ hcp_id: spec.hcp_id, power_state: 'running' });
+      expect(described!.provider_ref).toEqual(created.provider_ref);
+
+      const stopped = await h.driver.stopVm(spec.hcp_id, false, op());
+      expect(stopped.power_state).toBe('stopped');
+      expect(stopped.addresses).toEqual([]);
+      expect((await h.driver.describeVm(spec.hcp_id, op()))!.power_state).toBe('stopped');
+
+      const started = await h.driver.startVm(spec.hcp_id, op());
+      expect(started.power_state).toBe('running');
+
+      const rebooted = await h.driver.rebootVm(spec.hcp_id, false, op());
+      expect(rebooted.power_state).toBe('running');
+
+      const forced = await h.driver.stopVm(spec.hcp_id, true, op());
+      expect(forced.power_state).toBe('stopped');
+
+      await h.driver.deleteVm(spec.hcp_id, op());
+      expect(await h.driver.describeVm(spec.hcp_id, op())).toBeNull();
+      expect(await h.countVms(spec.hcp_id)).toBe(0);
+    });
+
+    it('creates a stopped VM when power_on is false', async () => {
+      const spec = h.spec({ power_on: false });
+      const vm = await h.driver.createVm(spec, op());
+      expect(vm.power_state).toBe('stopped');
+      expect((await h.driver.describeVm(spec.hcp_id, op()))!.power_state).toBe('stopped');
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('makes one VM from a create that is repeated', async () => {
+      const spec = h.spec();
+      const first = await h.driver.createVm(spec, op());
+      const second = await h.driver.createVm(spec, op());
+      expect(second.provider_ref).toEqual(first.provider_ref);
+      expect(second.power_state).toBe('running');
+      expect(await h.countVms(spec.hcp_id)).toBe(1);
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('makes one VM from two concurrent creates', async () => {
+      const spec = h.spec({ power_on: false });
+      const [a, b] = await Promise.all([h.driver.createVm(spec, op()), h.driver.createVm(spec, op())]);
+      expect(a.provider_ref).toEqual(b.provider_ref);
+      expect(await h.countVms(spec.hcp_id)).toBe(1);
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('succeeds deleting a VM that does not exist, and deleting twice', async () => {
+      await h.driver.deleteVm(`vm-${randomUUID()}`, op());
+      const spec = h.spec({ power_on: false });
+      await h.driver.createVm(spec, op());
+      await h.driver.deleteVm(spec.hcp_id, op());
+      await h.driver.deleteVm(spec.hcp_id, op());
+      expect(await h.countVms(spec.hcp_id)).toBe(0);
+    });
+
+    it('deletes a running VM', async () => {
+      const spec = h.spec();
+      await h.driver.createVm(spec, op());
+      await h.driver.deleteVm(spec.hcp_id, op());
+      expect(await h.driver.describeVm(spec.hcp_id, op())).toBeNull();
+    });
+
+    it('succeeds starting a running VM and stopping a stopped one', async () => {
+      const spec = h.spec();
+      await h.driver.createVm(spec, op());
+      expect((await h.driver.startVm(spec.hcp_id, op())).power_state).toBe('running');
+      await h.driver.stopVm(spec.hcp_id, false, op());
+      expect((await h.driver.stopVm(spec.hcp_id, false, op())).power_state).toBe('stopped');
+      expect((await h.driver.stopVm(spec.hcp_id, true, op())).power_state).toBe('stopped');
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('refuses to reboot a stopped VM with CONFLICT', async () => {
+      const spec = h.spec({ power_on: false });
+      await h.driver.createVm(spec, op());
+      const err = await caught(h.driver.rebootVm(spec.hcp_id, false, op()));
+      expect(err.code).toBe('CONFLICT');
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('answers NOT_FOUND for power operations on an unknown VM, and null for describe', async () => {
+      const id = `vm-${randomUUID()}`;
+      expect((await caught(h.driver.startVm(id, op()))).code).toBe('NOT_FOUND');
+      expect((await caught(h.driver.stopVm(id, false, op()))).code).toBe('NOT_FOUND');
+      expect((await caught(h.driver.rebootVm(id, false, op()))).code).toBe('NOT_FOUND');
+      expect(await h.driver.describeVm(id, op())).toBeNull();
+    });
+
+    it('refuses a call whose deadline has passed with PROVIDER_TIMEOUT', async () => {
+      const err = await caught(h.driver.createVm(h.spec(), ctx(-1)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+      expect(err.retryable).toBe(true);
+      expect((await caught(h.driver.describeVm(`vm-${randomUUID()}`, ctx(-1)))).code).toBe('PROVIDER_TIMEOUT');
+    });
+
+    it('refuses an aborted call with PROVIDER_TIMEOUT', async () => {
+      const controller = new AbortController();
+      controller.abort();
+      const err = await caught(h.driver.startVm(`vm-${randomUUID()}`, ctx(h.opTimeoutMs, controller.signal)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+    });
+
+    it('ends a call to a provider that does not answer with PROVIDER_TIMEOUT at its deadline', async () => {
+      await h.injectHang();
+      const started = Date.now();
+      const err = await caught(h.driver.describeVm(`vm-${randomUUID()}`, ctx(400)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+      expect(err.retryable).toBe(true);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+      expect(Date.now() - started).toBeLessThan(3000);
+    });
+
+    it('stops waiting on a provider that does not answer as soon as the call is aborted', async () => {
+      await h.injectHang();
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 100);
+      const started = Date.now();
+      const err = await caught(h.driver.createVm(h.spec(), ctx(60_000, controller.signal)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+      expect(Date.now() - started).toBeLessThan(3000);
+    });
+
+    it('fails with a retryable PROVIDER_UNAVAILABLE while the provider refuses service, and recovers', async () => {
+      const spec = h.spec({ power_on: false });
+      await h.injectUnavailable();
+      for (const call of [
+        () => h.driver.createVm(spec, op()),
+        () => h.driver.describeVm(spec.hcp_id, op()),
+        () => h.driver.startVm(spec.hcp_id, op()),
+        () => h.driver.deleteVm(spec.hcp_id, op()),
+      ]) {
+        const err = await caught(call());
+        expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+        expect(err.retryable).toBe(true);
+      }
+      await h.clearFaults();
+      const vm = await h.driver.createVm(spec, op());
+      expect(vm.power_state).toBe('stopped');
+      expect(await h.countVms(spec.hcp_id)).toBe(1);
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+  });
+}

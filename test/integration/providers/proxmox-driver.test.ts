@@ -1,0 +1,672 @@
+/**
+ * The Proxmox VE driver against the Proxmox API simulator: the shared driver contract, then what is
+ * particular to Proxmox (auth modes, TLS trust, tasks, locks, VMID races, error mapping, the VM's
+ * configuration as Proxmox holds it). The simulator checks every request against Proxmox's schema.
+ */
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import { HcpError } from '@hcp/domain';
+import { ProxmoxDriver, type CreateVmSpec, type ProxmoxDriverOptions, type ProxmoxTiming } from '@hcp/providers';
+import { ProxmoxSimulator, type SimLatency } from '../../simulators/proxmox/proxmox-simulator';
+import { caught, ctx, describeDriverContract, type DriverContractHarness } from './driver-contract';
+
+const FAST: Partial<SimLatency> = { scale: 0.01 };
+const TIMING: Partial<ProxmoxTiming> = {
+  taskPollMinMs: 5,
+  taskPollMaxMs: 40,
+  lockRetryBaseMs: 20,
+  lockRetryMaxMs: 200,
+  stopMarginMs: 200,
+  addressPollMs: 20,
+};
+const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@example.org';
+
+function specFor(overrides: Partial<CreateVmSpec> = {}): CreateVmSpec {
+  return {
+    hcp_id: randomUUID(),
+    project_id: 'prj-1',
+    name: 'web-1',
+    image_ref: 'debian-12',
+    vcpus: 2,
+    ram_mb: 2048,
+    disk_gb: 20,
+    ssh_keys: [SSH_KEY],
+    tags: { env: 'test' },
+    power_on: true,
+    ...overrides,
+  };
+}
+
+interface Fixture {
+  sim: ProxmoxSimulator;
+  url: string;
+  caPem: string;
+  fingerprint: string;
+  token: { tokenId: string; secret: string };
+  password: string;
+  drivers: ProxmoxDriver[];
+  driver(options?: Partial<ProxmoxDriverOptions>): ProxmoxDriver;
+}
+
+async function startFixture(latency: Partial<SimLatency> = FAST): Promise<Fixture> {
+  const password = `pw-${randomUUID()}`;
+  const sim = new ProxmoxSimulator({ latency, users: { 'root@pam': password } });
+  const { url, caPem, fingerprint256 } = await sim.start();
+  const token = sim.createToken('hcp@pve', 'hcp');
+  const drivers: ProxmoxDriver[] = [];
+  return {
+    sim,
+    url,
+    caPem,
+    fingerprint: fingerprint256,
+    token,
+    password,
+    drivers,
+    driver(options = {}) {
+      const d = new ProxmoxDriver({
+        endpoint: url,
+        credentials: { token_id: token.tokenId, token_secret: token.secret },
+        tls: { fingerprint_sha256: fingerprint256 },
+        settings: { storage: 'local-lvm', bridge: 'vmbr0', full_clone: true, shutdown_timeout_s: 5, address_wait_s: 3 },
+        provider_id: 'prv-proxmox',
+        cluster_id: 'cls-proxmox',
+        timing: TIMING,
+        client: { retryBaseMs: 10, requestTimeoutMs: 5000 },
+        ...options,
+      });
+      drivers.push(d);
+      return d;
+    },
+  };
+}
+
+async function stopFixture(f: Fixture | undefined): Promise<void> {
+  if (!f) return;
+  for (const d of f.drivers) await d.close();
+  await f.sim.stop();
+}
+
+// -------------------------------------------------------------------------------------------------
+
+describeDriverContract('ProxmoxDriver on the Proxmox simulator', async (): Promise<DriverContractHarness> => {
+  const f = await startFixture();
+  const driver = f.driver();
+  return {
+    driver,
+    spec: specFor,
+    async injectUnavailable() {
+      f.sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable' });
+    },
+    async injectHang() {
+      f.sim.addFault({ kind: 'delay', ms: Infinity });
+    },
+    async clearFaults() {
+      f.sim.clearFaults();
+    },
+    countVms: async (hcpId) => f.sim.vmsByHcpId(hcpId).length,
+    opTimeoutMs: 15_000,
+    async close() {
+      expect(f.sim.validationFailures).toEqual([]);
+      await stopFixture(f);
+    },
+  };
+});
+
+// -------------------------------------------------------------------------------------------------
+
+describe('ProxmoxDriver on the Proxmox simulator', () => {
+  let f: Fixture;
+  let driver: ProxmoxDriver;
+  const op = (ms = 15_000) => ctx(ms);
+
+  beforeAll(async () => {
+    f = await startFixture();
+    driver = f.driver();
+  });
+
+  afterEach(() => {
+    f.sim.clearFaults();
+  });
+
+  afterAll(async () => {
+    await stopFixture(f);
+  });
+
+  const onlyVm = (hcpId: string) => {
+    const vms = f.sim.vmsByHcpId(hcpId);
+    expect(vms).toHaveLength(1);
+    return vms[0];
+  };
+  const requestsSince = (mark: number) => f.sim.requests.slice(mark);
+
+  describe('the VM it creates', () => {
+    it('is a full clone configured from the spec: name, tags, cores, memory, cloud-init, net0, description, disk size', async () => {
+      const d = f.driver({ settings: { storage: 'local-lvm', bridge: 'vmbr7', full_clone: true, ciuser: 'ops', ipconfig0: 'ip=dhcp,ip6=auto' } });
+      const mark = f.sim.requests.length;
+      const spec = specFor({ name: 'Web 1', vcpus: 4, ram_mb: 4096, disk_gb: 25, ssh_keys: [SSH_KEY, 'ssh-rsa AAAAB3Nza second@example.org'] });
+      const vm = await d.createVm(spec, op());
+
+      const sim = onlyVm(spec.hcp_id);
+      expect(vm.provider_ref).toEqual({ provider_id: 'prv-proxmox', cluster_id: 'cls-proxmox', node: sim.node, vmid: sim.vmid });
+      expect(sim.status).toBe('running');
+      expect(sim.lock).toBeUndefined();
+      expect(sim.name).toBe('web-1');
+      expect(sim.tags).toEqual(expect.arrayContaining(['hcp', `hcp-id-${spec.hcp_id}`]));
+      expect(sim.config.cores).toBe('4');
+      expect(sim.config.memory).toBe('4096');
+      expect(sim.config.ciuser).toBe('ops');
+      expect(sim.config.ipconfig0).toBe('ip=dhcp,ip6=auto');
+      expect(sim.config.agent).toBe('1');
+      expect(sim.ssh_keys).toEqual([SSH_KEY, 'ssh-rsa AAAAB3Nza second@example.org']);
+      // Stored URL-encoded, as Proxmox requires (%20, never +).
+      expect(sim.config.sshkeys).toContain('ssh-ed25519%20AAAA');
+      expect(sim.config.net0).toMatch(/^virtio=BC:24:11(:[0-9A-F]{2}){3},bridge=vmbr7$/);
+      expect(sim.description).toContain(`hcp-id: ${spec.hcp_id}`);
+      expect(sim.description).toContain('hcp-project: prj-1');
+      expect(sim.hcp_id).toBe(spec.hcp_id);
+      expect(sim.disks.scsi0).toBe(25 * 1024 ** 3);
+      expect(sim.config.scsi0).toMatch(new RegExp(`^local-lvm:vm-${sim.vmid}-disk-0,`));
+
+      const clone = requestsSince(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')!;
+      expect(clone.params).toMatchObject({ vmid: '9000', node: 'pve1', full: '1', storage: 'local-lvm', newid: String(sim.vmid) });
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('is a linked clone on the template storage when the cluster says so', async () => {
+      const d = f.driver({ settings: { storage: 'local-lvm', full_clone: false } });
+      const mark = f.sim.requests.length;
+      const spec = specFor({ power_on: false });
+      await d.createVm(spec, op());
+      const sim = onlyVm(spec.hcp_id);
+      expect(sim.config.scsi0).toMatch(new RegExp(`^local-lvm:base-9000-disk-0/vm-${sim.vmid}-disk-0,`));
+      const clone = requestsSince(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')!;
+      expect(clone.params.full).toBe('0');
+      expect(clone.params.storage).toBeUndefined();
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('lands on the node with the most free memory, cloning across nodes onto shared storage', async () => {
+      // pve2 has less memory in use than pve1; the template lives on pve1; ceph-vm is shared.
+      const d = f.driver({ settings: { storage: 'ceph-vm', full_clone: true } });
+      const mark = f.sim.requests.length;
+      const spec = specFor({ power_on: false });
+      await d.createVm(spec, op());
+      expect(onlyVm(spec.hcp_id).node).toBe('pve2');
+      const clone = requestsSince(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')!;
+      expect(clone.params).toMatchObject({ node: 'pve1', target: 'pve2', storage: 'ceph-vm' });
+      await d.deleteVm(spec.hcp_id, op());
+
+      const pinned = f.driver({ settings: { storage: 'ceph-vm', nodes: ['pve1'] } });
+      const spec2 = specFor({ power_on: false });
+      await pinned.createVm(spec2, op());
+      expect(onlyVm(spec2.hcp_id).node).toBe('pve1');
+      await pinned.deleteVm(spec2.hcp_id, op());
+    });
+
+    it('takes the placement hints of the create over the provider settings', async () => {
+      const spec = specFor({ power_on: false, placement_hints: { bridge: 'vmbr9', pool: 'hcp' } });
+      await driver.createVm(spec, op());
+      const sim = onlyVm(spec.hcp_id);
+      expect(sim.config.net0).toMatch(/bridge=vmbr9$/);
+      expect(sim.pool).toBe('hcp');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('reports the guest agent addresses by NIC', async () => {
+      const spec = specFor();
+      const vm = await driver.createVm(spec, op());
+      const sim = onlyVm(spec.hcp_id);
+      expect(vm.addresses).toEqual([{ type: 'ipv4', address: f.sim.guestAddress(sim.vmid), nic: 'net0' }]);
+      const described = await driver.describeVm(spec.hcp_id, op());
+      expect(described!.addresses).toEqual(vm.addresses);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('is described without addresses while the guest agent does not answer', async () => {
+      const spec = specFor({ power_on: false });
+      await driver.createVm(spec, op());
+      f.sim.setGuest(onlyVm(spec.hcp_id).vmid, { agent: false });
+      // Waits for the agent within the call's deadline, then answers without addresses, in time.
+      const t0 = Date.now();
+      const started = await driver.startVm(spec.hcp_id, ctx(2000));
+      expect(started.power_state).toBe('running');
+      expect(started.addresses).toEqual([]);
+      expect(Date.now() - t0).toBeGreaterThan(500);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      // A cluster whose templates have no agent does not wait at all.
+      await driver.stopVm(spec.hcp_id, true, op());
+      const noWait = f.driver({ settings: { storage: 'local-lvm', address_wait_s: 0 } });
+      const t1 = Date.now();
+      expect((await noWait.startVm(spec.hcp_id, op())).addresses).toEqual([]);
+      expect(Date.now() - t1).toBeLessThan(500);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('keeps its MAC address when a create is repeated', async () => {
+      const spec = specFor({ power_on: false });
+      await driver.createVm(spec, op());
+      const mac = onlyVm(spec.hcp_id).config.net0;
+      const mark = f.sim.requests.length;
+      await driver.createVm(spec, op());
+      expect(onlyVm(spec.hcp_id).config.net0).toBe(mac);
+      // Nothing to change: no clone, no config write, no resize.
+      expect(requestsSince(mark).filter((r) => r.method !== 'GET')).toEqual([]);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+  });
+
+  describe('idempotency and races', () => {
+    it('clones again with a new VMID when the one from nextid is taken before the clone', async () => {
+      const fault = f.sim.addFault({ kind: 'steal-vmid', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/clone', times: 1 });
+      const spec = specFor({ power_on: false });
+      const mark = f.sim.requests.length;
+      await driver.createVm(spec, op());
+      expect(f.sim.faultHits(fault)).toBe(1);
+      const clones = requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone');
+      expect(clones).toHaveLength(2);
+      expect(clones[0].status).toBe(500);
+      expect(clones[1].params.newid).not.toBe(clones[0].params.newid);
+      expect(onlyVm(spec.hcp_id).vmid).toBe(Number(clones[1].params.newid));
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('finds the clone it started when the answer to the clone call was lost', async () => {
+      const fault = f.sim.addFault({ kind: 'drop-after', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/clone', times: 1 });
+      const spec = specFor({ power_on: false });
+      const vm = await driver.createVm(spec, op());
+      expect(f.sim.faultHits(fault)).toBe(1);
+      expect(vm.power_state).toBe('stopped');
+      const sim = onlyVm(spec.hcp_id);
+      expect(sim.name).toBe('web-1');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('finishes on a retry a create that failed after the clone, without cloning again', async () => {
+      f.sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable', method: 'PUT', path: '/nodes/{node}/qemu/{vmid}/config' });
+      const spec = specFor();
+      const err = await caught(driver.createVm(spec, op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      // Half-made: cloned under its marker name, not configured yet.
+      expect(onlyVm(spec.hcp_id).name).toBe(`hcp-${spec.hcp_id}`);
+      const startRefused = await caught(driver.startVm(spec.hcp_id, op()));
+      expect(startRefused.code).toBe('CONFLICT');
+      expect(startRefused.retryable).toBe(true);
+      f.sim.clearFaults();
+
+      const mark = f.sim.requests.length;
+      const vm = await driver.createVm(spec, op());
+      expect(vm.power_state).toBe('running');
+      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toEqual([]);
+      expect(onlyVm(spec.hcp_id).name).toBe('web-1');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('waits for a clone still running from an earlier attempt', async () => {
+      const slow = await startFixture({ scale: 0.01, cloneFullMs: 40_000 });
+      try {
+        const d = slow.driver();
+        const spec = specFor({ power_on: false });
+        // The first attempt runs out of time while the clone task runs (400 ms of clone).
+        const err = await caught(d.createVm(spec, ctx(150)));
+        expect(err.code).toBe('PROVIDER_TIMEOUT');
+        expect(slow.sim.vmsByHcpId(spec.hcp_id)[0].lock).toBe('clone');
+        const vm = await d.createVm(spec, ctx(10_000));
+        expect(vm.power_state).toBe('stopped');
+        expect(slow.sim.vmsByHcpId(spec.hcp_id)).toHaveLength(1);
+        expect(slow.sim.validationFailures).toEqual([]);
+      } finally {
+        await stopFixture(slow);
+      }
+    });
+
+    it('retries with backoff while the VM is locked, and succeeds when the lock goes', async () => {
+      const locked = f.sim.addFault({ kind: 'error', status: 500, message: 'VM is locked (backup)', method: 'PUT', path: '/nodes/{node}/qemu/{vmid}/config', times: 2 });
+      const flock = f.sim.addFault({
+        kind: 'task-fail',
+        message: "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout",
+        method: 'POST',
+        path: '/nodes/{node}/qemu/{vmid}/status/start',
+        times: 1,
+      });
+      const spec = specFor();
+      const vm = await driver.createVm(spec, op());
+      expect(vm.power_state).toBe('running');
+      expect(f.sim.faultHits(locked)).toBe(2);
+      expect(f.sim.faultHits(flock)).toBe(1);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('gives up on a lock that outlasts the deadline with PROVIDER_TIMEOUT', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      f.sim.lockVm(onlyVm(spec.hcp_id).vmid, 'backup', 5000);
+      const started = Date.now();
+      const err = await caught(driver.stopVm(spec.hcp_id, true, ctx(600)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+      expect(err.details).toMatchObject({ reason: 'locked', provider: { message: 'VM is locked (backup)' } });
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(onlyVm(spec.hcp_id).status).toBe('running');
+    });
+  });
+
+  describe('power', () => {
+    it('powers off a guest that ignores the shutdown request after the graceful timeout', async () => {
+      const d = f.driver({ settings: { storage: 'local-lvm', shutdown_timeout_s: 1 } });
+      const spec = specFor();
+      await d.createVm(spec, op());
+      f.sim.setGuest(onlyVm(spec.hcp_id).vmid, { acpi: false });
+      const mark = f.sim.requests.length;
+      const started = Date.now();
+      const vm = await d.stopVm(spec.hcp_id, false, op());
+      expect(vm.power_state).toBe('stopped');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      const writes = requestsSince(mark).filter((r) => r.method === 'POST').map((r) => r.endpoint);
+      expect(writes).toEqual(['/nodes/{node}/qemu/{vmid}/status/shutdown', '/nodes/{node}/qemu/{vmid}/status/stop']);
+      expect(requestsSince(mark).find((r) => r.endpoint?.endsWith('/shutdown'))!.params.timeout).toBe('1');
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('stops by force without asking the guest', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      const mark = f.sim.requests.length;
+      await driver.stopVm(spec.hcp_id, true, op());
+      expect(requestsSince(mark).filter((r) => r.method === 'POST').map((r) => r.endpoint)).toEqual(['/nodes/{node}/qemu/{vmid}/status/stop']);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('reboots with reboot, and resets when forced', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      const mark = f.sim.requests.length;
+      await driver.rebootVm(spec.hcp_id, false, op());
+      await driver.rebootVm(spec.hcp_id, true, op());
+      expect(requestsSince(mark).filter((r) => r.method === 'POST').map((r) => r.endpoint)).toEqual([
+        '/nodes/{node}/qemu/{vmid}/status/reboot',
+        '/nodes/{node}/qemu/{vmid}/status/reset',
+      ]);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('deletes with purge and destroy-unreferenced-disks after a hard stop', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      const mark = f.sim.requests.length;
+      await driver.deleteVm(spec.hcp_id, op());
+      const writes = requestsSince(mark).filter((r) => r.method !== 'GET');
+      expect(writes.map((r) => `${r.method} ${r.endpoint}`)).toEqual(['POST /nodes/{node}/qemu/{vmid}/status/stop', 'DELETE /nodes/{node}/qemu/{vmid}']);
+      expect(writes[1].params).toMatchObject({ purge: '1', 'destroy-unreferenced-disks': '1' });
+      expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
+    });
+  });
+
+  describe('errors', () => {
+    it('reports a failed task with its exit status and log for ops', async () => {
+      f.sim.addFault({ kind: 'task-fail', message: 'start failed: QEMU exited with code 1', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/status/start' });
+      const spec = specFor();
+      const err = await caught(driver.createVm(spec, op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err.message).toBe('the provider failed to start the VM');
+      expect(err.details).toMatchObject({
+        provider: { task: 'qmstart', message: 'start failed: QEMU exited with code 1', log: ['TASK ERROR: start failed: QEMU exited with code 1'] },
+      });
+      // The tenant-facing message names no node or VMID.
+      expect(err.message).not.toMatch(/pve\d|\b\d{3,}\b/);
+      f.sim.clearFaults();
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('maps 5xx answers to a retryable PROVIDER_UNAVAILABLE after retrying reads', async () => {
+      const fault = f.sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable', method: 'GET', path: '/cluster/resources' });
+      const err = await caught(driver.describeVm(randomUUID(), op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err.retryable).toBe(true);
+      expect(err.details).toMatchObject({ provider: { status: 503, message: 'Service Unavailable', operation: 'GET /cluster/resources' } });
+      // Three tries of an idempotent read.
+      expect(f.sim.faultHits(fault)).toBe(3);
+    });
+
+    it('reads the message from the reason phrase of servers that put it nowhere else', async () => {
+      const legacy = new ProxmoxSimulator({ latency: FAST, legacyErrors: true });
+      const { url, fingerprint256 } = await legacy.start();
+      try {
+        const token = legacy.createToken();
+        legacy.addFault({ kind: 'error', status: 500, message: "can't lock file '/var/lock/qemu-server/lock-203.conf' - got timeout", path: '/cluster/resources' });
+        const d = new ProxmoxDriver({ endpoint: url, credentials: { api_token: token.header }, tls: { fingerprint_sha256: fingerprint256 }, timing: TIMING });
+        const err = await caught(d.describeVm(randomUUID(), op()));
+        expect(err.details).toMatchObject({ provider: { status: 500, message: "can't lock file '/var/lock/qemu-server/lock-203.conf' - got timeout" } });
+        await d.close();
+      } finally {
+        await legacy.stop();
+      }
+    });
+
+    it('ends a slow answer at the deadline with PROVIDER_TIMEOUT', async () => {
+      f.sim.addFault({ kind: 'delay', ms: 3000, path: '/cluster/resources' });
+      const started = Date.now();
+      const err = await caught(driver.describeVm(randomUUID(), ctx(300)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+      expect(err.details).toMatchObject({ reason: 'deadline' });
+      expect(Date.now() - started).toBeLessThan(1500);
+    });
+
+    it('retries a read whose connection was dropped, but never a write', async () => {
+      const read = f.sim.addFault({ kind: 'drop', method: 'GET', path: '/cluster/resources', times: 1 });
+      expect(await driver.describeVm(randomUUID(), op())).toBeNull();
+      expect(f.sim.faultHits(read)).toBe(1);
+
+      const spec = specFor({ power_on: false });
+      await driver.createVm(spec, op());
+      const write = f.sim.addFault({ kind: 'drop', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/status/start' });
+      const err = await caught(driver.startVm(spec.hcp_id, op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err.retryable).toBe(true);
+      expect(f.sim.faultHits(write)).toBe(1);
+      f.sim.clearFaults();
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('maps an unreachable endpoint to PROVIDER_UNAVAILABLE', async () => {
+      const port = await closedPort();
+      const d = f.driver({ endpoint: `https://127.0.0.1:${port}` });
+      const err = await caught(d.describeVm(randomUUID(), op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err.retryable).toBe(true);
+      expect(err.details).toMatchObject({ provider: { reason: 'ECONNREFUSED' } });
+    });
+
+    it('answers a missing template with a non-retryable INVALID_REQUEST naming the image', async () => {
+      const spec = specFor({ image_ref: 'windows-3.11' });
+      const err = await caught(driver.createVm(spec, op()));
+      expect(err.code).toBe('INVALID_REQUEST');
+      expect(err.retryable).toBe(false);
+      expect(err.message).toBe('the image is not available on this cluster (no template matches its reference)');
+      expect(err.details).toEqual({ provider: { image_ref: 'windows-3.11' } });
+      expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
+    });
+
+    it('refuses user_data with FEATURE_NOT_SUPPORTED before cloning anything', async () => {
+      const spec = specFor({ user_data: '#cloud-config\n' });
+      const err = await caught(driver.createVm(spec, op()));
+      expect(err.code).toBe('FEATURE_NOT_SUPPORTED');
+      expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
+    });
+
+    it('refuses bad provider configuration at construction with INVALID_REQUEST', () => {
+      const build = (o: Partial<ProxmoxDriverOptions>) => () => new ProxmoxDriver({ endpoint: f.url, credentials: { api_token: 'a@pve!tok=c' }, ...o });
+      expect(build({ endpoint: 'http://127.0.0.1:8006' })).toThrow(/https/);
+      expect(build({ credentials: { token_id: 'nobody', token_secret: 'x' } })).toThrow(HcpError);
+      expect(build({ tls: { fingerprint_sha256: 'abc' } })).toThrow(/fingerprint/);
+      expect(build({ settings: { full_clone: 'yes' } })).toThrow(/full_clone/);
+    });
+  });
+
+  describe('authentication', () => {
+    it('sends the API token on every call and no CSRF token', async () => {
+      const mark = f.sim.requests.length;
+      const spec = specFor({ power_on: false });
+      await driver.createVm(spec, op());
+      const seen = requestsSince(mark);
+      expect(seen.length).toBeGreaterThan(3);
+      expect(seen.every((r) => r.auth === 'token' && !r.csrf)).toBe(true);
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('logs in with a ticket, sends CSRFPreventionToken on writes, and renews the ticket before it expires', async () => {
+      const d = f.driver({ credentials: { username: 'root@pam', password: f.password }, client: { retryBaseMs: 10, ticketRenewAfterMs: 300 } });
+      const before = { ...f.sim.stats };
+      const mark = f.sim.requests.length;
+      const spec = specFor({ power_on: false });
+      await d.createVm(spec, op());
+      const seen = requestsSince(mark).filter((r) => r.endpoint !== '/access/ticket');
+      expect(seen.every((r) => r.auth === 'ticket')).toBe(true);
+      expect(seen.filter((r) => r.method !== 'GET').every((r) => r.csrf)).toBe(true);
+      expect(f.sim.stats.passwordLogins - before.passwordLogins).toBe(1);
+
+      await new Promise((r) => setTimeout(r, 400));
+      await d.startVm(spec.hcp_id, op());
+      expect(f.sim.stats.ticketRenewals - before.ticketRenewals).toBe(1);
+      expect(f.sim.stats.passwordLogins - before.passwordLogins).toBe(1);
+      expect(f.sim.stats.csrfRejected).toBe(before.csrfRejected);
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('logs in again when the server no longer accepts its ticket', async () => {
+      const d = f.driver({ credentials: { username: 'root', realm: 'pam', password: f.password } });
+      expect(await d.describeVm(randomUUID(), op())).toBeNull();
+      const before = f.sim.stats.passwordLogins;
+      f.sim.revokeTickets();
+      expect(await d.describeVm(randomUUID(), op())).toBeNull();
+      expect(f.sim.stats.passwordLogins).toBe(before + 1);
+    });
+
+    it('maps refused credentials to a non-retryable PROVIDER_UNAVAILABLE', async () => {
+      const badToken = f.driver({ credentials: { token_id: f.token.tokenId, token_secret: 'wrong-secret-value' } });
+      const err = await caught(badToken.describeVm(randomUUID(), op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err.retryable).toBe(false);
+      expect(err.details).toMatchObject({ provider: { status: 401 } });
+
+      const badPassword = f.driver({ credentials: { username: 'root@pam', password: 'not-the-password' } });
+      const err2 = await caught(badPassword.describeVm(randomUUID(), op()));
+      expect(err2.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err2.retryable).toBe(false);
+    });
+
+    it('never puts credentials or tickets into errors', async () => {
+      const ticketDriver = f.driver({ credentials: { username: 'root@pam', password: f.password } });
+      await ticketDriver.describeVm(randomUUID(), op());
+      const secrets = [f.token.secret, f.password];
+      const errors: HcpError[] = [];
+      // A server that echoes what it got: the secret must still not come out.
+      f.sim.addFault({ kind: 'error', status: 500, message: `bad header PVEAPIToken=${f.token.tokenId}=${f.token.secret}`, path: '/cluster/resources', times: 1 });
+      errors.push(await caught(driver.describeVm(randomUUID(), op())));
+      f.sim.addFault({ kind: 'error', status: 500, message: `password ${f.password} rejected`, path: '/cluster/resources', times: 1 });
+      errors.push(await caught(ticketDriver.describeVm(randomUUID(), op())));
+      f.sim.clearFaults();
+      errors.push(await caught(f.driver({ credentials: { token_id: f.token.tokenId, token_secret: f.token.secret }, tls: { fingerprint_sha256: '00'.repeat(32) } }).describeVm(randomUUID(), op())));
+      errors.push(await caught(f.driver({ credentials: { username: 'root@pam', password: `${f.password}x` } }).describeVm(randomUUID(), op())));
+      const tickets = f.sim.requests.filter((r) => r.endpoint === '/access/ticket').length;
+      expect(tickets).toBeGreaterThan(0);
+      for (const err of errors) {
+        const text = `${err.message} ${JSON.stringify(err.details)} ${JSON.stringify(err.toShape())}`;
+        for (const secret of secrets) expect(text).not.toContain(secret);
+        expect(text).not.toMatch(/PVE:root@pam:[0-9A-F]{8}::/);
+      }
+      expect(JSON.stringify(errors[0].details)).toContain('PVEAPIToken=***');
+      expect(JSON.stringify(errors[1].details)).toContain('password *** rejected');
+    });
+  });
+
+  describe('TLS', () => {
+    it('trusts the server through a given CA', async () => {
+      const d = f.driver({ tls: { ca_pem: f.caPem } });
+      expect(await d.describeVm(randomUUID(), op())).toBeNull();
+    });
+
+    it('trusts the server through a pinned fingerprint, in any spelling', async () => {
+      const d = f.driver({ tls: { fingerprint_sha256: f.fingerprint.replace(/:/g, '').toLowerCase() } });
+      expect(await d.describeVm(randomUUID(), op())).toBeNull();
+    });
+
+    it('refuses a server whose certificate does not match the pin, before sending anything', async () => {
+      const mark = f.sim.requests.length;
+      const d = f.driver({ tls: { fingerprint_sha256: 'AB:'.repeat(31) + 'AB' } });
+      const err = await caught(d.describeVm(randomUUID(), op()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(err.retryable).toBe(false);
+      expect(err.details).toMatchObject({ provider: { reason: 'FINGERPRINT_MISMATCH' } });
+      expect(f.sim.requests.length).toBe(mark);
+    });
+
+    it('refuses a server signed by another CA, and one with no trust configured (never silently insecure)', async () => {
+      const other = new ProxmoxSimulator({ latency: FAST });
+      const { caPem: otherCa } = await other.start();
+      await other.stop();
+      const mark = f.sim.requests.length;
+      const wrongCa = await caught(f.driver({ tls: { ca_pem: otherCa } }).describeVm(randomUUID(), op()));
+      expect(wrongCa.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(wrongCa.retryable).toBe(false);
+      const noTrust = await caught(f.driver({ tls: {} }).describeVm(randomUUID(), op()));
+      expect(noTrust.code).toBe('PROVIDER_UNAVAILABLE');
+      expect(noTrust.details).toMatchObject({ provider: { reason: expect.stringMatching(/CERT|SIGNATURE|ISSUER/) } });
+      expect(f.sim.requests.length).toBe(mark);
+    });
+  });
+
+  describe('consoles and connectivity', () => {
+    it('opens VNC and SPICE consoles on a running VM', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      const vnc = await driver.openConsole(spec.hcp_id, 'vnc', op());
+      expect(vnc).toMatchObject({ type: 'vnc', host: '127.0.0.1', port: expect.any(Number), secret: expect.stringMatching(/^PVEVNC:/) });
+      expect(vnc.expires_at.getTime()).toBeGreaterThan(Date.now());
+      const web = await driver.openConsole(spec.hcp_id, 'webconsole', op());
+      expect(web.type).toBe('webconsole');
+      const spice = await driver.openConsole(spec.hcp_id, 'spice', op());
+      expect(spice).toMatchObject({ type: 'spice', port: 61000, secret: expect.any(String) });
+      expect((await caught(driver.openConsole(spec.hcp_id, 'rdp', op()))).code).toBe('FEATURE_NOT_SUPPORTED');
+      await driver.stopVm(spec.hcp_id, true, op());
+      expect((await caught(driver.openConsole(spec.hcp_id, 'vnc', op()))).code).toBe('CONFLICT');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('checks connectivity, credentials and the cluster nodes', async () => {
+      await driver.checkConnectivity(op());
+      await f.driver({ credentials: { username: 'root@pam', password: f.password } }).checkConnectivity(op());
+      const unknownNode = await caught(f.driver({ settings: { nodes: ['pve1', 'pve9'] } }).checkConnectivity(op()));
+      expect(unknownNode.code).toBe('INVALID_REQUEST');
+      expect(unknownNode.message).toContain('pve9');
+      const refused = await caught(f.driver({ credentials: { api_token: `${f.token.tokenId}=nope` } }).checkConnectivity(op()));
+      expect(refused.code).toBe('PROVIDER_UNAVAILABLE');
+    });
+
+    it('declares the Proxmox capabilities', () => {
+      expect(driver.capabilities()).toEqual({
+        console_types: ['vnc', 'webconsole', 'spice'],
+        reboot: true,
+        graceful_stop: true,
+        snapshots: true,
+        resize: true,
+        guest_agent_addresses: true,
+        provider_tags: true,
+      });
+    });
+  });
+
+  it('sent only requests that Proxmox’s schema accepts', () => {
+    expect(f.sim.validationFailures).toEqual([]);
+    expect(f.sim.requests.filter((r) => r.status === 501)).toEqual([]);
+  });
+});
+
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
