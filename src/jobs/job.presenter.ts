@@ -1,4 +1,4 @@
-import type { JobState } from '@hcp/domain';
+import type { HcpErrorShape, JobState } from '@hcp/domain';
 
 const JOB_VIEW_FIELDS = [
   'id',
@@ -18,5 +18,13 @@ const JOB_VIEW_FIELDS = [
 export type JobView = Pick<JobState, (typeof JOB_VIEW_FIELDS)[number]>;
 
 export function presentJob(job: JobState): JobView {
-  return Object.fromEntries(JOB_VIEW_FIELDS.map((field) => [field, job[field]])) as JobView;
+  const view = Object.fromEntries(JOB_VIEW_FIELDS.map((field) => [field, job[field]])) as JobView;
+  return job.error ? { ...view, error: tenantSafeError(job.error) } : view;
+}
+
+/** Drivers keep the provider's own words under `details.provider` for ops; tenants never see them. */
+function tenantSafeError(error: HcpErrorShape): HcpErrorShape {
+  if (!error.details || !('provider' in error.details)) return error;
+  const { provider: _provider, ...details } = error.details;
+  return { ...error, ...(Object.keys(details).length ? { details } : { details: undefined }) };
 }

@@ -46,6 +46,7 @@ export class OpsCatalogCommands {
     }
     await this.assertNameFree('provider', input.name);
     const { credentials, ...rest } = input;
+    await this.drivers.validate({ providerId: id, provider: { ...rest, has_credentials: Boolean(credentials) }, credentials: credentials ?? null, clusterId: `${id}:validate`, cluster: null });
     if (credentials) await this.credentials.put(id, credentials);
     return this.repo.execute('provider', id, () => ({ type: 'register', id, spec: { ...rest, has_credentials: Boolean(credentials) } }), ctx);
   }

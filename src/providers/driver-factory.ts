@@ -1,5 +1,5 @@
 import { HcpError, ClusterSpec, ProviderSpec, ProviderType } from '@hcp/domain';
-import { ProviderDriver, SimulatorDriver, SimulatorFaults, SimulatorState, simulatorLatency } from '@hcp/providers';
+import { ProviderDriver, ProxmoxDriver, SimulatorDriver, SimulatorFaults, SimulatorState, simulatorLatency } from '@hcp/providers';
 import { HcpConfig } from '../config/hcp-config';
 
 export interface DriverTarget {
@@ -21,10 +21,15 @@ export class DriverFactory {
     private readonly simulatorState: SimulatorState,
   ) {}
 
-  static readonly SUPPORTED: readonly ProviderType[] = ['simulator'];
+  static readonly SUPPORTED: readonly ProviderType[] = ['simulator', 'proxmox'];
 
   supports(type: ProviderType): boolean {
     return DriverFactory.SUPPORTED.includes(type);
+  }
+
+  /** Checks a provider's settings and credentials as its driver reads them (no I/O); throws INVALID_REQUEST. */
+  async validate(target: DriverTarget): Promise<void> {
+    await this.create(target).close?.();
   }
 
   create(target: DriverTarget): ProviderDriver {
@@ -37,6 +42,16 @@ export class DriverFactory {
           faults: SimulatorFaults.parse(typeof provider.settings.faults === 'string' ? provider.settings.faults : this.config.simulator.faults),
           clusterId: target.clusterId,
           providerId: target.providerId,
+        });
+      case 'proxmox':
+        return new ProxmoxDriver({
+          endpoint: provider.endpoint ?? '',
+          credentials: target.credentials ?? {},
+          tls: provider.tls,
+          // Provider settings first, then the cluster's placement hints (nodes, storage, pool, bridge).
+          settings: [provider.settings, target.cluster?.placement_hints],
+          provider_id: target.providerId,
+          cluster_id: target.clusterId,
         });
       default:
         throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${provider.type} in this release`, { capability: `provider:${provider.type}` });

@@ -1,0 +1,102 @@
+import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { HcpProcess } from '../support/hcp-process';
+import { createTestDatabase, TestDatabase } from '../support/test-database';
+
+const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHcp+prox alice@laptop';
+
+/**
+ * HCP against "Proxmox VE": ops register the simulator as a provider through the API, a tenant runs a VM
+ * through its whole lifecycle, and the simulator's own state shows the VMs, tags and configuration.
+ */
+describe('Proxmox provider end to end', () => {
+  let sim: ProxmoxSimulator;
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let tenant: ApiClient;
+  const ids = { cluster: '', image: '', flavor: '' };
+
+  beforeAll(async () => {
+    sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
+    const { url, caPem } = await sim.start();
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50' } });
+    const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin', 'cloud-operator']));
+    const token = sim.createToken();
+    const provider = await infra.post('/v1/ops/providers', {
+      name: 'pve-lab',
+      type: 'proxmox',
+      endpoint: url,
+      credentials: { token_id: token.tokenId, token_secret: token.secret },
+      tls: { ca_pem: caPem },
+      settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true },
+    });
+    expect(provider.status).toBe(201);
+    expect(provider.body.health.status).toBe('healthy');
+    const cluster = await infra.post('/v1/ops/clusters', { name: 'pve-lab', provider_id: provider.body.id, placement_hints: { nodes: ['pve1', 'pve2'], storage: 'ceph-vm', pool: 'hcp' } });
+    expect(cluster.status).toBe(201);
+    ids.cluster = cluster.body.id;
+    expect((await infra.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' })).status).toBe(201);
+    const image = await infra.post('/v1/ops/images', { name: 'debian-12-pve', os: 'linux', min_disk_gb: 4, min_ram_mb: 512, visibility: 'public', provider_refs: { [ids.cluster]: 'debian-12' } });
+    ids.image = image.body.id;
+    const flavor = await infra.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 2, ram_mb: 2048, disk_gb: 20 });
+    ids.flavor = flavor.body.id;
+    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
+    await eventually(async () => ((await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined), 'zone pve');
+  });
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+    await sim?.stop();
+  });
+
+  const settle = (vmId: string, status: string) =>
+    eventually(async () => {
+      const vm = (await tenant.get(`/v1/projects/acme/vms/${vmId}`)).body;
+      return vm.status === status ? vm : undefined;
+    }, `VM ${status}`);
+
+  it('runs the whole lifecycle on Proxmox, which holds exactly the expected VM at each step', async () => {
+    const created = await tenant.post('/v1/projects/acme/vms', { name: 'web-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor, ssh_keys: [SSH_KEY], tags: { env: 'prod' } });
+    expect(created.status).toBe(202);
+    const vmId = created.body.resource_id;
+    expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
+    await settle(vmId, 'running');
+
+    const [pve] = sim.vmsByHcpId(vmId);
+    expect(sim.vmsByHcpId(vmId)).toHaveLength(1);
+    expect(pve).toMatchObject({ status: 'running', template: false, pool: 'hcp', ssh_keys: [SSH_KEY] });
+    expect(pve.config).toMatchObject({ cores: '2', memory: '2048' });
+    expect(pve.config.net0).toContain('bridge=vmbr0');
+    expect(pve.description).toContain(vmId);
+    expect(Math.max(...Object.values(pve.disks))).toBe(20 * 1024 ** 3);
+    expect(sim.validationFailures).toEqual([]);
+
+    for (const [action, expected] of [['stop', 'stopped'], ['start', 'running'], ['reboot', 'running']] as const) {
+      const res = await tenant.post(`/v1/projects/acme/vms/${vmId}/actions/${action}`, { force: false });
+      expect(res.status).toBe(202);
+      expect((await jobFinished(tenant, 'acme', res.body.job_id)).status).toBe('succeeded');
+      await settle(vmId, expected);
+      expect(sim.vmsByHcpId(vmId).map((v) => v.status)).toEqual([expected]);
+    }
+
+    const del = await tenant.delete(`/v1/projects/acme/vms/${vmId}`);
+    expect((await jobFinished(tenant, 'acme', del.body.job_id)).status).toBe('succeeded');
+    expect(sim.vmsByHcpId(vmId)).toEqual([]);
+    expect(sim.validationFailures).toEqual([]);
+  });
+
+  it('fails a job with PROVIDER_UNAVAILABLE when Proxmox answers 500, keeping Proxmox details from tenants', async () => {
+    const created = await tenant.post('/v1/projects/acme/vms', { name: 'flaky-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor });
+    expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
+    await settle(created.body.resource_id, 'running');
+    sim.addFault({ kind: 'error', status: 500, message: 'internal storage error on node pve1', method: 'POST', path: /\/status\/reboot$/ });
+    const reboot = await tenant.post(`/v1/projects/acme/vms/${created.body.resource_id}/actions/reboot`, {});
+    const job = await jobFinished(tenant, 'acme', reboot.body.job_id);
+    expect(job).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'PROVIDER_UNAVAILABLE' } });
+    expect(JSON.stringify(job)).not.toMatch(/pve1|vmid|storage error/);
+    await settle(created.body.resource_id, 'running');
+  });
+});
