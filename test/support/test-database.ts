@@ -17,8 +17,21 @@ export async function createTestDatabase(prefix = 'hcp_e2e'): Promise<TestDataba
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () => dropDatabase(name),
   };
+}
+
+/** Drops with FORCE; a backend it may not end (an autovacuum worker, without pg_signal_backend) is waited out. */
+async function dropDatabase(name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      return;
+    } catch (err) {
+      if (attempt >= 20 || !/must be a member of the role|is being accessed by other users/.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 async function withAdmin<T>(fn: (client: Client) => Promise<T>): Promise<T> {
