@@ -11,6 +11,8 @@ import { CONTROLLERS } from './api/controllers';
 import { AccessGuard } from './api/http/access.guard';
 import { HcpExceptionFilter } from './api/http/hcp-exception.filter';
 import { IdempotencyInterceptor } from './api/http/idempotency.interceptor';
+import { RequestAuditInterceptor } from './api/http/request-audit.interceptor';
+import { RequestRecorder } from './audit/request-recorder';
 import { rateLimits, RateLimitGuard } from './api/http/rate-limit.guard';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
@@ -79,7 +81,10 @@ export class AppModule {
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
+        // Interceptors run in this order: the request is recorded for the audit trail, then deduplicated.
+        { provide: APP_INTERCEPTOR, useClass: RequestAuditInterceptor },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+        RequestRecorder,
         IdempotencyStore,
         CatalogService,
         VmRepository,

@@ -8,6 +8,7 @@ import { SimulatorFaults } from '@hcp/providers';
 import { AppModule } from './app.module';
 import { expressErrorHandler } from './api/http/hcp-exception.filter';
 import { requestIdMiddleware } from './api/http/request-id';
+import { inputGuard } from './api/http/input-guard';
 import { securityHeaders } from './api/http/security-headers';
 import { strictValidationPipe } from './api/http/validation';
 import { LIMITS } from './api/validation/limits';
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
   app.use(requestIdMiddleware);
   app.use(securityHeaders());
   app.use(json({ limit: LIMITS.bodyBytes, strict: true }));
+  app.use(inputGuard);
   app.use(expressErrorHandler(new NestLogger('http')));
   app.useGlobalPipes(strictValidationPipe());
   app.getHttpAdapter().getInstance().disable('x-powered-by');

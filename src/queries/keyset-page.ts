@@ -31,6 +31,8 @@ export function decodeCursor(cursor: string): CursorKey {
 }
 
 function isRoundTripIso(text: string): boolean {
+  // Four-digit years only: JavaScript reads expanded years PostgreSQL refuses.
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(text) || text < '1970') return false;
   const time = new Date(text);
   return !Number.isNaN(time.getTime()) && time.toISOString() === text;
 }

@@ -13,3 +13,5 @@ export * from './ops/capabilities';
 export * from './ops/placement';
 export * from './quota/quota.events';
 export * from './quota/quota.state-machine';
+export * from './security/request.events';
+export * from './audit/audit-record';

@@ -6,7 +6,7 @@ import { HcpError } from '@hcp/domain';
 import { BreakGlassRecorder } from '../../security/break-glass.recorder';
 import { traceIdOf } from './request-id';
 
-type AuthorizedRequest = Request & { user?: Principal; accessGrant?: AccessGrant };
+type AuthorizedRequest = Request & { user?: Principal; accessGrant?: AccessGrant; accessRefused?: boolean };
 
 /**
  * Every request passes here: the route's policy comes from the table in libs/auth, the bearer token is
@@ -20,11 +20,17 @@ export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<AuthorizedRequest>();
-    const policy = ROUTE_POLICIES[routeKey(req.method, (req.route as { path?: string } | undefined)?.path ?? '')];
+    const policy = ROUTE_POLICIES[routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '')];
     if (policy?.scope === 'public') return true;
     if (policy) await super.canActivate(context);
     const projectId = typeof req.params.project_id === 'string' ? req.params.project_id : undefined;
-    const grant = decideAccess(policy, req.user ?? null, { projectId, breakGlassReason: req.header('x-break-glass-reason') });
+    let grant: AccessGrant;
+    try {
+      grant = decideAccess(policy, req.user ?? null, { projectId, breakGlassReason: req.header('x-break-glass-reason') });
+    } catch (err) {
+      req.accessRefused = true; // so the NOT_FOUND hiding a project is audited as the refusal it is
+      throw err;
+    }
     if (grant.via === 'break_glass') {
       await this.breakGlass.record(req.user!, { reason: grant.reason, method: req.method, path: req.originalUrl, projectId: projectId ?? null }, traceIdOf(req));
     }
@@ -42,3 +48,6 @@ export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
 export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => {
   return ctx.switchToHttp().getRequest<AuthorizedRequest>().user!;
 });
+
+/** HEAD is answered by the GET route (Express), so it follows the GET route's policy. */
+export const policyMethod = (method: string): string => (method === 'HEAD' ? 'GET' : method);

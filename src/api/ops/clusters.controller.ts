@@ -7,6 +7,7 @@ import { OpsCatalogQueries } from '../../ops/ops-catalog.queries';
 import { presentOpsResource } from '../../ops/ops.presenters';
 import { CurrentPrincipal } from '../http/access.guard';
 import { traceIdOf } from '../http/request-id';
+import { OpsIdPipe } from '../tenant/params';
 import { CreateClusterDto, UpdateClusterDto } from './dto/ops.dto';
 
 @Controller('v1/ops/clusters')
@@ -38,19 +39,19 @@ export class ClustersController {
   }
 
   @Get(':id')
-  async get(@Param('id') id: string) {
+  async get(@Param('id', OpsIdPipe) id: string) {
     return presentOpsResource(await this.queries.get('cluster', id));
   }
 
   @Patch(':id')
-  async update(@Param('id') id: string, @Body() body: UpdateClusterDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
+  async update(@Param('id', OpsIdPipe) id: string, @Body() body: UpdateClusterDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
     const patch = { ...body, ...(body.capacity ? { capacity: { ...body.capacity } } : {}) };
     return presentOpsResource(await this.commands.updateCluster(id, patch, eventContext(who.sub, traceIdOf(req))));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id') id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(@Param('id', OpsIdPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
     await this.commands.deleteCluster(id, eventContext(who.sub, traceIdOf(req)));
   }
 }

@@ -8,6 +8,7 @@ import { presentProvider } from '../../ops/ops.presenters';
 import { ProviderHealthService } from '../../ops/provider-health';
 import { CurrentPrincipal } from '../http/access.guard';
 import { traceIdOf } from '../http/request-id';
+import { OpsIdPipe } from '../tenant/params';
 import { CreateProviderDto, UpdateProviderDto } from './dto/ops.dto';
 
 @Controller('v1/ops/providers')
@@ -36,27 +37,27 @@ export class ProvidersController {
   }
 
   @Get(':id')
-  async get(@Param('id') id: string) {
+  async get(@Param('id', OpsIdPipe) id: string) {
     const provider = await this.queries.get('provider', id);
     return presentProvider(provider, (await this.health.of([id])).get(id));
   }
 
   @Patch(':id')
-  async update(@Param('id') id: string, @Body() body: UpdateProviderDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
+  async update(@Param('id', OpsIdPipe) id: string, @Body() body: UpdateProviderDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
     const provider = await this.commands.updateProvider(id, { ...body, ...(body.tls ? { tls: { ...body.tls } } : {}) }, eventContext(who.sub, traceIdOf(req)));
     return presentProvider(provider, await this.health.check(id).catch(() => undefined));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id') id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(@Param('id', OpsIdPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
     await this.commands.deleteProvider(id, eventContext(who.sub, traceIdOf(req)));
   }
 
   /** On-demand connectivity check. */
   @Post(':id/check')
   @HttpCode(200)
-  async check(@Param('id') id: string) {
+  async check(@Param('id', OpsIdPipe) id: string) {
     await this.queries.get('provider', id);
     return this.health.check(id);
   }

@@ -7,6 +7,7 @@ import { OpsCatalogQueries } from '../../ops/ops-catalog.queries';
 import { presentOpsResource } from '../../ops/ops.presenters';
 import { CurrentPrincipal } from '../http/access.guard';
 import { traceIdOf } from '../http/request-id';
+import { OpsIdPipe } from '../tenant/params';
 import { CreateZoneDto, ZoneBodyDto } from './dto/ops.dto';
 
 @Controller('v1/ops/zones')
@@ -28,19 +29,19 @@ export class ZonesController {
   }
 
   @Get(':id')
-  async get(@Param('id') id: string) {
+  async get(@Param('id', OpsIdPipe) id: string) {
     return presentOpsResource(await this.queries.get('zone', id));
   }
 
   /** Replaces the zone's clusters, name and policy. */
   @Put(':id')
-  async replace(@Param('id') id: string, @Body() body: ZoneBodyDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
+  async replace(@Param('id', OpsIdPipe) id: string, @Body() body: ZoneBodyDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
     return presentOpsResource(await this.commands.replaceZone(id, { ...body, cluster_ids: [...body.cluster_ids] }, eventContext(who.sub, traceIdOf(req))));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id') id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(@Param('id', OpsIdPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
     await this.commands.deleteZone(id, eventContext(who.sub, traceIdOf(req)));
   }
 }

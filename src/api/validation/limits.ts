@@ -4,6 +4,7 @@ export const LIMITS = {
   vmName: /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/,
   zoneId: /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
   projectId: /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/,
+  opsId: /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
   tags: { maxEntries: 50, keyPattern: /^[A-Za-z0-9][A-Za-z0-9_.\/-]{0,62}$/, maxValueLength: 255 },
   metadata: { maxEntries: 100, keyPattern: /^[A-Za-z0-9][A-Za-z0-9_.\/-]{0,127}$/, maxValueLength: 1024 },
   sshKeys: { maxCount: 20, maxLength: 8192, pattern: /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\r\n]{0,255})?$/ },

@@ -1,16 +1,17 @@
 import { JOB_EVENT_VERSIONS, JobEvent } from '../job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from '../ops/ops-resources';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent } from '../quota/quota.events';
+import { REQUEST_EVENT_VERSIONS, RequestEvent } from '../security/request.events';
 import { SECURITY_EVENT_VERSIONS, SecurityEvent } from '../security/security.events';
 import { VM_EVENT_VERSIONS, VmEvent } from '../vm/vm.events';
 import { UpcasterRegistry } from './upcasters';
 
-export type HcpEvent = VmEvent | JobEvent | SecurityEvent | OpsResourceEvent | QuotaEvent;
+export type HcpEvent = VmEvent | JobEvent | SecurityEvent | OpsResourceEvent | QuotaEvent | RequestEvent;
 
 /**
  * The upcasters of every HCP event type. All types are at version 1 in this release; a change of shape
  * registers its step here, e.g. `.register('VmStarted', 1, (d) => ({ ...d, new_field: null }))`.
  */
 export function createHcpUpcasters(): UpcasterRegistry {
-  return new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...OPS_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS });
+  return new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...OPS_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS, ...REQUEST_EVENT_VERSIONS });
 }

@@ -58,7 +58,7 @@ export class UpdateProviderDto {
 
 export class CreateClusterDto {
   @IsString() @Matches(NAME, { message: NAME_MESSAGE }) name!: string;
-  @IsString() @MaxLength(64) provider_id!: string;
+  @IsString() @Matches(LIMITS.opsId, { message: 'provider_id is not valid' }) provider_id!: string;
   @IsOptional() @IsBoundedObject() placement_hints?: Record<string, unknown>;
   @IsOptional() @ValidateNested() @Type(() => CapacityDto) capacity?: CapacityDto;
   @IsOptional() @IsBoolean() enabled?: boolean;
@@ -76,7 +76,7 @@ export class UpdateClusterDto {
 
 export class ZoneBodyDto {
   @IsString() @Matches(NAME, { message: NAME_MESSAGE }) name!: string;
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsString({ each: true }) @MaxLength(64, { each: true }) cluster_ids!: string[];
+  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsString({ each: true }) @Matches(LIMITS.opsId, { each: true, message: 'each of cluster_ids must be a cluster id' }) cluster_ids!: string[];
   @IsIn(['spread', 'pack']) policy!: 'spread' | 'pack';
 }
 

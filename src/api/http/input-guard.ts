@@ -1,0 +1,35 @@
+import type { NextFunction, Request, Response } from 'express';
+import { invalidRequest } from '@hcp/domain';
+
+const MAX_DEPTH = 32;
+/** NUL and unpaired UTF-16 surrogates: PostgreSQL cannot store them in text or jsonb. */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Refuses, before any handler, input no field of HCP accepts and that would otherwise fail deep in the
+ * stack: characters PostgreSQL cannot store (in the path, the query or the body) and bodies nested
+ * deeper than any HCP document (validators recurse and would overflow the stack).
+ */
+export function inputGuard(req: Request, _res: Response, next: NextFunction): void {
+  let path: string;
+  try {
+    path = decodeURIComponent(req.path);
+  } catch {
+    return next(invalidRequest('the path is not valid URL encoding'));
+  }
+  if (UNSTORABLE.test(path)) return next(invalidRequest('the path holds characters HCP does not accept'));
+  const problem = inspect(req.query, 0, 'query') ?? inspect(req.body, 0, 'body');
+  next(problem ? invalidRequest(problem) : undefined);
+}
+
+function inspect(value: unknown, depth: number, where: string): string | null {
+  if (depth > MAX_DEPTH) return `the ${where} is nested deeper than ${MAX_DEPTH} levels`;
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? `the ${where} holds characters HCP does not accept (NUL or unpaired surrogates)` : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, child] of Object.entries(value)) {
+    if (UNSTORABLE.test(key)) return `the ${where} holds characters HCP does not accept (NUL or unpaired surrogates)`;
+    const problem = inspect(child, depth + 1, where);
+    if (problem) return problem;
+  }
+  return null;
+}
