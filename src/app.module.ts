@@ -13,6 +13,7 @@ import { HcpExceptionFilter } from './api/http/hcp-exception.filter';
 import { IdempotencyInterceptor } from './api/http/idempotency.interceptor';
 import { RequestAuditInterceptor } from './api/http/request-audit.interceptor';
 import { RequestRecorder } from './audit/request-recorder';
+import { AuditQueries } from './audit/audit.queries';
 import { rateLimits, RateLimitGuard } from './api/http/rate-limit.guard';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
@@ -85,6 +86,7 @@ export class AppModule {
         { provide: APP_INTERCEPTOR, useClass: RequestAuditInterceptor },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         RequestRecorder,
+        AuditQueries,
         IdempotencyStore,
         CatalogService,
         VmRepository,

@@ -1,14 +1,21 @@
 /**
  * Operator commands that run beside HCP against its database:
  *   npm run hcp -- secrets rotate     re-wrap every provider credential with the active KEK
+ *   npm run hcp -- audit replay [--from <RFC 3339>] [--to <RFC 3339>] [--project <id>]
+ *                                     the audit trail from the event store, as JSON lines
  */
+import { parseArgs } from 'node:util';
+import { Pool } from 'pg';
+import { createHcpUpcasters } from '@hcp/domain';
+import { EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
+import { replayAudit } from '../audit/audit-replay';
 import { loadSecretsFromEnv } from '@hcp/secrets';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
 import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
 import { createDataSource } from '../persistence/data-source';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres';
 
-const USAGE = 'usage: npm run hcp -- secrets rotate';
+const USAGE = 'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>]';
 
 async function main(argv: string[]): Promise<number> {
   let config: HcpConfig;
@@ -23,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const [group, command] = argv;
   if (group === 'secrets' && command === 'rotate') return rotateSecrets(config);
+  if (group === 'audit' && command === 'replay') return replay(config, argv.slice(2));
   process.stderr.write(`${USAGE}\n`);
   return 2;
 }
@@ -38,6 +46,29 @@ async function rotateSecrets(config: HcpConfig): Promise<number> {
     return result.failed.length === 0 ? 0 : 1;
   } finally {
     await db.destroy();
+  }
+}
+
+async function replay(config: HcpConfig, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { from: { type: 'string' }, to: { type: 'string' }, project: { type: 'string' } }, strict: true });
+  const time = (v: string | undefined, name: string): Date | undefined => {
+    if (v === undefined) return undefined;
+    const at = new Date(v);
+    if (Number.isNaN(at.getTime())) throw new Error(`--${name} must be an RFC 3339 time`);
+    return at;
+  };
+  const filter = { from: time(values.from, 'from'), to: time(values.to, 'to'), project: values.project };
+  const embedded = config.databaseUrl || config.eventStoreConnectionString ? null : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
+  const pool = config.eventStoreConnectionString ? null : new Pool({ connectionString: config.databaseUrl ?? embedded!.connectionString, max: 2 });
+  const store: EventStore = config.eventStoreConnectionString
+    ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
+    : new PostgresEventStore({ pool: pool! });
+  try {
+    for await (const record of replayAudit(store, createHcpUpcasters(), filter)) process.stdout.write(`${JSON.stringify(record)}\n`);
+    return 0;
+  } finally {
+    await store.close();
+    await pool?.end();
   }
 }
 

@@ -47,12 +47,15 @@ export async function keysetPage<R extends ObjectLiteral & { id: string; created
   limit: number,
   cursor: string | undefined,
   present: (row: R) => T,
+  /** Rows as the database returns them (a query builder without an entity). */
+  raw = false,
 ): Promise<Page<T>> {
   if (cursor) {
     const key = decodeCursor(cursor);
     qb.andWhere(`(${alias}.created_at, ${alias}.id) < (:cursorAt, :cursorId)`, { cursorAt: key.created_at, cursorId: key.id });
   }
-  const rows = await qb.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1).getMany();
+  const ordered = qb.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1);
+  const rows: R[] = raw ? await ordered.getRawMany() : await ordered.getMany();
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return {

@@ -16,6 +16,8 @@ import { IdempotencyStore } from '../idempotency/idempotency-store';
 import { quotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
 import { QuotaReleaseProjection } from '../quotas/quota-release.projection';
 import { QuotaService } from '../quotas/quota.service';
+import { AuditProjection } from '@hcp/projections/audit/audit.projection';
+import { AuditSink, LogAuditSink } from '@hcp/projections/audit/audit-sink';
 import { ProviderHealthService } from '../ops/provider-health';
 import { HcpRuntime } from './hcp-runtime';
 
@@ -56,7 +58,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.purge.unref();
     }
     if (this.config.roles.includes('projections')) {
-      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue), quotaReadModelProjection(), new QuotaReleaseProjection(this.quotas)];
+      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue), quotaReadModelProjection(), new QuotaReleaseProjection(this.quotas), new AuditProjection(this.auditSink())];
       for (const projection of projections) {
         const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
         runner.start();
@@ -81,6 +83,12 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.healthProbe.unref();
       this.logger.log(`job worker ${worker.id} started`);
     }
+  }
+
+  /** Audit records go to the log when no Kafka is configured (they stay queryable at /v1/ops/audit). */
+  private auditSink(): AuditSink {
+    const logger = new Logger('audit');
+    return new LogAuditSink((line) => logger.log(line));
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -53,6 +53,7 @@ const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready']);
 
 /** API.md's ops table: which ops roles, and what a permitted call answers. */
 type OpsRole = 'cloud-operator' | 'infra-admin' | 'security-auditor';
+const AUDITOR: OpsRole[] = ['security-auditor'];
 const INFRA_READ: OpsRole[] = ['infra-admin', 'cloud-operator'];
 const INFRA_WRITE: OpsRole[] = ['infra-admin'];
 const CLOUD: OpsRole[] = ['cloud-operator'];
@@ -84,6 +85,7 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'PUT /v1/ops/projects/:project_id/quotas': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/vms': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/jobs': { roles: CLOUD, ok: 200 },
+  'GET /v1/ops/audit': { roles: AUDITOR, ok: 200 },
 };
 
 function expectedStatus(route: string, caller: Caller, relation: Relation): number {

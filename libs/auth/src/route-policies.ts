@@ -72,6 +72,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'PUT /v1/ops/projects/:project_id/quotas': cloudOperator,
   'GET /v1/ops/vms': cloudOperator,
   'GET /v1/ops/jobs': cloudOperator,
+  'GET /v1/ops/audit': { scope: 'ops', roles: ['security-auditor'] },
 };
 
 export function routeKey(method: string, path: string): string {

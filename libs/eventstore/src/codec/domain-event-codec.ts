@@ -5,6 +5,8 @@ import { NewEvent, RecordedEvent } from '../event-store.port';
 /** A stored event read back as a domain event at its current version, with when and by whom. */
 export interface DecodedEvent<E extends DomainEvent = DomainEvent> {
   event: E;
+  /** The stored event's id: stable across replays, the key consumers de-duplicate by. */
+  eventId: string;
   streamId: string;
   revision: bigint;
   position: bigint;
@@ -33,6 +35,7 @@ export class DomainEventCodec {
     const occurred = typeof meta.occurred_at === 'string' ? meta.occurred_at : recorded.recordedAt.toISOString();
     return {
       event,
+      eventId: recorded.id,
       streamId: recorded.streamId,
       revision: recorded.revision,
       position: recorded.position,

@@ -1,0 +1,54 @@
+import { EntityManager } from 'typeorm';
+import { AuditJobInfo, AuditRecord, auditRecordOf, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX, JobQueued, REQUEST_STREAM_PREFIX } from '@hcp/domain';
+import { DecodedEvent } from '@hcp/eventstore';
+import { Projection } from '../runner/projection';
+import { AuditSink } from './audit-sink';
+
+/**
+ * The audit trail: request facts, break-glass uses and job steps become audit records in `audit_log`
+ * and go to the sink (Kafka) before the checkpoint moves, so a crash or a broker outage delays records
+ * but loses none (a retried batch is published again: at least once, de-duplicated by event_id).
+ */
+export class AuditProjection implements Projection {
+  readonly name = 'audit';
+  readonly streamPrefixes = [REQUEST_STREAM_PREFIX, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX];
+
+  constructor(private readonly sink: AuditSink) {}
+
+  async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
+    const jobs = new Map<string, AuditJobInfo>();
+    const records: Array<{ record: AuditRecord; position: bigint }> = [];
+    for (const e of events) {
+      if (e.event.type === 'JobQueued') {
+        const { job_id, project_id, type, resource_id, actor } = (e.event as JobQueued).data;
+        jobs.set(job_id, { project_id, type, resource_id, actor });
+        await tx.query(
+          `INSERT INTO audit_jobs (job_id, project_id, type, resource_id, actor) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id) DO NOTHING`,
+          [job_id, project_id, type, resource_id, actor],
+        );
+        continue;
+      }
+      const jobId = e.streamId.startsWith(JOB_STREAM_PREFIX) ? e.streamId.slice(JOB_STREAM_PREFIX.length) : null;
+      const job = jobId ? (jobs.get(jobId) ?? (await this.jobInfo(tx, jobId))) : null;
+      const record = auditRecordOf(
+        { event: e.event, event_id: e.eventId, stream_id: e.streamId, occurred_at: e.at, actor: e.context.actor ?? null, trace_id: e.context.trace_id ?? null },
+        job,
+      );
+      if (record) records.push({ record, position: e.position });
+    }
+    if (records.length === 0) return;
+    await tx.query(
+      `INSERT INTO audit_log (id, created_at, actor, action, target, project_id, result, trace_id, details, position)
+       SELECT r.id, r.created_at, r.actor, r.action, r.target, r.project_id, r.result, r.trace_id, r.details, r.position
+       FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, created_at timestamptz, actor text, action text, target jsonb, project_id text, result text, trace_id text, details jsonb, position bigint)
+       ON CONFLICT (id) DO NOTHING`,
+      [JSON.stringify(records.map(({ record: r, position }) => ({ id: r.event_id, created_at: r.occurred_at, actor: r.actor, action: r.action, target: r.target, project_id: r.project_id, result: r.result, trace_id: r.trace_id, details: r.details, position: position.toString() })))],
+    );
+    await this.sink.publish(records.map((r) => r.record));
+  }
+
+  private async jobInfo(tx: EntityManager, jobId: string): Promise<AuditJobInfo | null> {
+    const [row] = await tx.query(`SELECT project_id, type, resource_id, actor FROM audit_jobs WHERE job_id = $1`, [jobId]);
+    return row ?? null;
+  }
+}
