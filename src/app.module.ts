@@ -14,6 +14,7 @@ import { IdempotencyInterceptor } from './api/http/idempotency.interceptor';
 import { RequestAuditInterceptor } from './api/http/request-audit.interceptor';
 import { RequestRecorder } from './audit/request-recorder';
 import { AuditQueries } from './audit/audit.queries';
+import { MeteringQueries } from './audit/metering.queries';
 import { rateLimits, RateLimitGuard } from './api/http/rate-limit.guard';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
@@ -87,6 +88,7 @@ export class AppModule {
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         RequestRecorder,
         AuditQueries,
+        MeteringQueries,
         IdempotencyStore,
         CatalogService,
         VmRepository,

@@ -9,11 +9,14 @@ export interface AuditSink {
   publish(records: AuditRecord[]): Promise<void>;
 }
 
-/** The embedded default's sink: one JSON log line per record. */
-export class LogAuditSink implements AuditSink {
-  constructor(private readonly log: (line: Record<string, unknown>) => void) {}
+/** The embedded default's sink for audit or metering records: one JSON log line per record. */
+export class LogSink {
+  constructor(
+    private readonly kind: 'audit' | 'metering',
+    private readonly log: (line: Record<string, unknown>) => void,
+  ) {}
 
-  async publish(records: AuditRecord[]): Promise<void> {
-    for (const record of records) this.log({ msg: 'audit', audit: record });
+  async publish(records: object[]): Promise<void> {
+    for (const record of records) this.log({ msg: this.kind, [this.kind]: record });
   }
 }

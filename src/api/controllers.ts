@@ -9,7 +9,7 @@ import { OpsWorkloadController } from './ops/ops-workload.controller';
 import { ProvidersController } from './ops/providers.controller';
 import { ZonesController } from './ops/zones.controller';
 import { OpsQuotasController } from './ops/quotas.controller';
-import { AuditController } from './ops/audit.controller';
+import { AuditController, MeteringController } from './ops/audit.controller';
 import { QuotasController } from './tenant/quotas.controller';
 
 /** Every controller of the API; the route-policy test walks this list. */
@@ -27,4 +27,5 @@ export const CONTROLLERS = [
   OpsWorkloadController,
   OpsQuotasController,
   AuditController,
+  MeteringController,
 ];

@@ -17,7 +17,8 @@ import { quotaReadModelProjection } from '@hcp/projections/quota-read-model/quot
 import { QuotaReleaseProjection } from '../quotas/quota-release.projection';
 import { QuotaService } from '../quotas/quota.service';
 import { AuditProjection } from '@hcp/projections/audit/audit.projection';
-import { AuditSink, LogAuditSink } from '@hcp/projections/audit/audit-sink';
+import { LogSink } from '@hcp/projections/audit/audit-sink';
+import { MeteringProjection } from '@hcp/projections/metering/metering.projection';
 import { ProviderHealthService } from '../ops/provider-health';
 import { HcpRuntime } from './hcp-runtime';
 
@@ -58,7 +59,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.purge.unref();
     }
     if (this.config.roles.includes('projections')) {
-      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue), quotaReadModelProjection(), new QuotaReleaseProjection(this.quotas), new AuditProjection(this.auditSink())];
+      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue), quotaReadModelProjection(), new QuotaReleaseProjection(this.quotas), new AuditProjection(this.logSink('audit')), new MeteringProjection(this.logSink('metering'))];
       for (const projection of projections) {
         const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
         runner.start();
@@ -85,10 +86,10 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     }
   }
 
-  /** Audit records go to the log when no Kafka is configured (they stay queryable at /v1/ops/audit). */
-  private auditSink(): AuditSink {
-    const logger = new Logger('audit');
-    return new LogAuditSink((line) => logger.log(line));
+  /** Audit and metering records go to the log when no Kafka is configured (they stay queryable by API). */
+  private logSink(kind: 'audit' | 'metering'): LogSink {
+    const logger = new Logger(kind);
+    return new LogSink(kind, (line) => logger.log(line));
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -67,4 +67,30 @@ describe('audit trail', () => {
     expect(replayed.map((r) => r.event_id)).toEqual(live.map((r: { event_id: string }) => r.event_id).reverse());
     expect(replayed).toEqual([...live].reverse());
   });
+
+  it('meters allocation, power changes and deletion at the time the provider made them', async () => {
+    const ops = new ApiClient(hcp.baseUrl, hcp.token('otto', {}, ['cloud-operator']));
+    const created = await tenant.post('/v1/projects/aud/vms', { name: 'metered', zone: 'local', ...(await seededChoice(tenant)) });
+    const vmId = created.body.resource_id;
+    const job = await jobFinished(tenant, 'aud', created.body.job_id);
+    const settle = (status: string) => eventually(async () => ((await tenant.get(`/v1/projects/aud/vms/${vmId}`)).body.status === status ? true : undefined), status);
+    await settle('running');
+    for (const action of ['stop', 'start']) {
+      const res = await tenant.post(`/v1/projects/aud/vms/${vmId}/actions/${action}`, { force: true });
+      await jobFinished(tenant, 'aud', res.body.job_id);
+      await settle(action === 'stop' ? 'stopped' : 'running');
+    }
+    const del = await tenant.delete(`/v1/projects/aud/vms/${vmId}`);
+    await jobFinished(tenant, 'aud', del.body.job_id);
+    const records = await eventually(async () => {
+      const res = await ops.get(`/v1/ops/metering?vm_id=${vmId}`);
+      return res.body.items.length === 5 ? res.body.items : undefined;
+    }, 'five metering records');
+    expect(records.map((r: { kind: string }) => r.kind)).toEqual(['vm.allocated', 'vm.powered_on', 'vm.powered_off', 'vm.powered_on', 'vm.deleted']);
+    expect(records[0]).toMatchObject({ project_id: 'aud', zone: 'local', vm_id: vmId, resources: { vcpus: 1, ram_mb: 1024, disk_gb: 10 } });
+    // The provider's change is recorded when the driver call returned: within the job, before it succeeded.
+    expect(Date.parse(records[0].effective_at)).toBeGreaterThanOrEqual(Date.parse(job.started_at));
+    expect(Date.parse(records[0].effective_at)).toBeLessThanOrEqual(Date.parse(job.finished_at));
+    expect(new Set(records.map((r: { event_id: string }) => r.event_id)).size).toBe(5);
+  });
 });

@@ -86,6 +86,7 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'GET /v1/ops/vms': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/jobs': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/audit': { roles: AUDITOR, ok: 200 },
+  'GET /v1/ops/metering': { roles: CLOUD, ok: 200 },
 };
 
 function expectedStatus(route: string, caller: Caller, relation: Relation): number {

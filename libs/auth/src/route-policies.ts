@@ -73,6 +73,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /v1/ops/vms': cloudOperator,
   'GET /v1/ops/jobs': cloudOperator,
   'GET /v1/ops/audit': { scope: 'ops', roles: ['security-auditor'] },
+  'GET /v1/ops/metering': cloudOperator,
 };
 
 export function routeKey(method: string, path: string): string {

@@ -15,3 +15,4 @@ export * from './quota/quota.events';
 export * from './quota/quota.state-machine';
 export * from './security/request.events';
 export * from './audit/audit-record';
+export * from './audit/metering-record';

@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { IsISO8601, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsISO8601, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
 import { AuditQueries } from '../../audit/audit.queries';
+import { MeteringQueries } from '../../audit/metering.queries';
 import { LIMITS } from '../validation/limits';
 import { PageQueryDto } from '../tenant/dto/vm.dto';
 
@@ -21,5 +22,21 @@ export class AuditController {
   @Get()
   list(@Query() q: AuditQueryDto) {
     return this.audit.list(q, q.limit ?? LIMITS.listLimit.default, q.cursor);
+  }
+}
+
+export class MeteringQueryDto extends PageQueryDto {
+  @IsOptional() @IsString() @Matches(LIMITS.projectId) project?: string;
+  @IsOptional() @IsUUID() vm_id?: string;
+}
+
+/** Metering records (what billing consumes from hcp.metering.v1), queryable when no Kafka is configured. */
+@Controller('v1/ops/metering')
+export class MeteringController {
+  constructor(private readonly metering: MeteringQueries) {}
+
+  @Get()
+  list(@Query() q: MeteringQueryDto) {
+    return this.metering.list({ project: q.project, vm: q.vm_id }, q.limit ?? LIMITS.listLimit.default, q.cursor);
   }
 }

@@ -2,7 +2,7 @@ import { InitialSchema1767225600000 } from './1767225600000-initial-schema';
 import { IdempotencyKeys1767312000000 } from './1767312000000-idempotency-keys';
 import { ProjectQuotas1767398400000 } from './1767398400000-project-quotas';
 import { OpsPlane1767484800000 } from './1767484800000-ops-plane';
-import { AuditLog1767571200000 } from './1767571200000-audit-log';
+import { AuditAndMetering1767571200000 } from './1767571200000-audit-and-metering';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
-export const MIGRATIONS = [InitialSchema1767225600000, IdempotencyKeys1767312000000, ProjectQuotas1767398400000, OpsPlane1767484800000, AuditLog1767571200000];
+export const MIGRATIONS = [InitialSchema1767225600000, IdempotencyKeys1767312000000, ProjectQuotas1767398400000, OpsPlane1767484800000, AuditAndMetering1767571200000];

@@ -3,7 +3,7 @@ import { MIGRATIONS } from '../../../src/persistence/migrations';
 import { migrate } from '../../../src/persistence/migrate';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../../support/test-database';
 
-const TABLES = ['idempotency_keys', 'hcp_events', 'job_queue', 'projection_checkpoints', 'vm_read_model', 'job_read_model', 'ops_resources', 'provider_credentials', 'provider_health', 'cluster_allocations', 'cluster_usage', 'project_quotas', 'quota_vm_projects', 'audit_log', 'audit_jobs'];
+const TABLES = ['idempotency_keys', 'hcp_events', 'job_queue', 'projection_checkpoints', 'vm_read_model', 'job_read_model', 'ops_resources', 'provider_credentials', 'provider_health', 'cluster_allocations', 'cluster_usage', 'project_quotas', 'quota_vm_projects', 'audit_log', 'audit_jobs', 'metering_records', 'metering_vms'];
 
 async function tablesOf(url: string): Promise<string[]> {
   const rows = await queryDatabase<{ table_name: string }>(

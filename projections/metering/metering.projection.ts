@@ -1,0 +1,56 @@
+import { EntityManager } from 'typeorm';
+import { MeteredVm, MeteringRecord, meteringRecordsOf, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
+import { DecodedEvent } from '@hcp/eventstore';
+import { Projection } from '../runner/projection';
+
+/** Where metering records go besides their table (Kafka `hcp.metering.v1`, or the log). */
+export interface MeteringSink {
+  publish(records: MeteringRecord[]): Promise<void>;
+}
+
+/**
+ * Billing's record of every change that costs: allocation, power on/off, deletion, with the project,
+ * VM, resources and zone, at the time the provider made the change. Published before the checkpoint
+ * moves (at least once; consumers de-duplicate by event_id).
+ */
+export class MeteringProjection implements Projection {
+  readonly name = 'metering';
+  readonly streamPrefixes = [VM_STREAM_PREFIX];
+
+  constructor(private readonly sink: MeteringSink) {}
+
+  async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
+    const vms = new Map<string, MeteredVm>();
+    const records: Array<{ record: MeteringRecord; position: bigint }> = [];
+    for (const e of events) {
+      const vmId = e.streamId.slice(VM_STREAM_PREFIX.length);
+      const event = e.event as VmEvent;
+      if (event.type === 'VmCreateRequested') {
+        const vm = { project_id: event.data.project_id, zone: event.data.zone, flavor_id: event.data.flavor_id, resources: event.data.resources };
+        vms.set(vmId, vm);
+        await tx.query(
+          `INSERT INTO metering_vms (vm_id, project_id, zone, flavor_id, resources) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (vm_id) DO NOTHING`,
+          [vmId, vm.project_id, vm.zone, vm.flavor_id, JSON.stringify(vm.resources)],
+        );
+        continue;
+      }
+      const vm = vms.get(vmId) ?? (await this.vm(tx, vmId));
+      if (!vm) continue;
+      for (const record of meteringRecordsOf(event, e.eventId, vmId, vm, e.at)) records.push({ record, position: e.position });
+    }
+    if (records.length === 0) return;
+    await tx.query(
+      `INSERT INTO metering_records (event_id, kind, project_id, vm_id, zone, flavor_id, resources, effective_at, position)
+       SELECT r.event_id, r.kind, r.project_id, r.vm_id, r.zone, r.flavor_id, r.resources, r.effective_at, r.position
+       FROM jsonb_to_recordset($1::jsonb) AS r(event_id text, kind text, project_id text, vm_id uuid, zone text, flavor_id text, resources jsonb, effective_at timestamptz, position bigint)
+       ON CONFLICT (event_id) DO NOTHING`,
+      [JSON.stringify(records.map(({ record, position }) => ({ ...record, position: position.toString() })))],
+    );
+    await this.sink.publish(records.map((r) => r.record));
+  }
+
+  private async vm(tx: EntityManager, vmId: string): Promise<MeteredVm | null> {
+    const [row] = await tx.query(`SELECT project_id, zone, flavor_id, resources FROM metering_vms WHERE vm_id = $1`, [vmId]);
+    return row ?? null;
+  }
+}
