@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { PassportModule } from '@nestjs/passport';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { LoggerModule } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { BearerTokenStrategy, TokenVerifier } from '@hcp/auth';
@@ -32,6 +33,8 @@ import { OpsResourceRepository } from './ops/ops-resource.repository';
 import { ProviderCredentialsStore, SECRET_BOX } from './ops/provider-credentials.store';
 import { ProviderHealthService } from './ops/provider-health';
 import { BackgroundProcesses } from './runtime/background-processes';
+import { HcpMetrics } from './observability/hcp-metrics';
+import { MetricsController } from './observability/metrics.controller';
 import { BreakGlassRecorder } from './security/break-glass.recorder';
 import { HcpRuntime } from './runtime/hcp-runtime';
 import { CreateVmHandler } from './vms/commands/create-vm.handler';
@@ -59,6 +62,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         PassportModule,
         LoggerModule.forRoot(loggerOptions(config.logLevel)),
+        PrometheusModule.register({ controller: MetricsController, defaultMetrics: { enabled: true } }),
         ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
       ],
       controllers: CONTROLLERS,
@@ -101,6 +105,7 @@ export class AppModule {
         VmJobExecutor,
         QuotaRepository,
         QuotaService,
+        HcpMetrics,
         BackgroundProcesses,
       ],
     };

@@ -9,6 +9,8 @@ import { AppModule } from './app.module';
 import { expressErrorHandler } from './api/http/hcp-exception.filter';
 import { requestIdMiddleware } from './api/http/request-id';
 import { inputGuard } from './api/http/input-guard';
+import { httpMetrics } from './observability/http-metrics.middleware';
+import { HcpMetrics } from './observability/hcp-metrics';
 import { securityHeaders } from './api/http/security-headers';
 import { strictValidationPipe } from './api/http/validation';
 import { LIMITS } from './api/validation/limits';
@@ -51,6 +53,7 @@ async function main(): Promise<void> {
   const app = await NestFactory.create(AppModule.forRoot(runtime), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
   app.use(requestIdMiddleware);
+  app.use(httpMetrics(app.get(HcpMetrics)));
   app.use(securityHeaders());
   app.use(json({ limit: LIMITS.bodyBytes, strict: true }));
   app.use(inputGuard);

@@ -2,6 +2,7 @@ import { CatalogController } from './tenant/catalog.controller';
 import { HealthController } from './health/health.controller';
 import { JobsController } from './tenant/jobs.controller';
 import { VmsController } from './tenant/vms.controller';
+import { MetricsController } from '../observability/metrics.controller';
 import { ClustersController } from './ops/clusters.controller';
 import { OpsFlavorsController } from './ops/flavors.controller';
 import { OpsImagesController } from './ops/images.controller';
@@ -15,6 +16,7 @@ import { QuotasController } from './tenant/quotas.controller';
 /** Every controller of the API; the route-policy test walks this list. */
 export const CONTROLLERS = [
   HealthController,
+  MetricsController,
   CatalogController,
   VmsController,
   JobsController,

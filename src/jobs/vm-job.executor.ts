@@ -15,6 +15,7 @@ import { CallContext, ProviderDriver, VmAddress } from '@hcp/providers';
 import { Loaded } from '../eventing/aggregate-repository';
 import { eventContext } from '../eventing/event-context';
 import { DriverRegistry } from '../providers/driver-registry';
+import { HcpMetrics } from '../observability/hcp-metrics';
 import { VmRepository } from '../vms/vm.repository';
 import { JobRepository } from './job.repository';
 import { LeasedJob } from './job-queue';
@@ -45,6 +46,7 @@ export class VmJobExecutor {
     private readonly jobs: JobRepository,
     private readonly vms: VmRepository,
     private readonly drivers: DriverRegistry,
+    private readonly metrics: HcpMetrics,
   ) {}
 
   async execute(lease: LeasedJob, worker: string, policy: JobPolicy, signal: AbortSignal): Promise<JobExecution> {
@@ -56,6 +58,7 @@ export class VmJobExecutor {
     if (initial.status === 'running') {
       // The previous holder died or hung with the job running: that attempt counts as failed.
       const error = new HcpError('PROVIDER_TIMEOUT', 'the worker running this job stopped answering').toShape();
+      this.metrics.leaseExpiries.inc();
       job = await this.step(job, { type: 'fail_attempt', error, retry_at: new Date().toISOString() }, traceId);
     }
     if (stateOf(job).attempts >= policy.maxAttempts) {
@@ -75,25 +78,33 @@ export class VmJobExecutor {
 
     const operation = operationOf(running);
     let outcome: VmOutcome;
+    let providerType = 'unknown';
+    const timer = this.metrics.providerCalls.startTimer();
     try {
       const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
+      providerType = driver.type;
       const call: CallContext = { deadline: new Date(Date.now() + policy.attemptTimeoutMs), signal, trace_id: running.trace_id };
       outcome = { type: 'succeeded', job_id: running.id, operation, ...(await this.callDriver(driver, operation, vm, running, call)) };
+      timer({ provider: providerType, operation, outcome: 'ok' });
     } catch (err) {
+      const error = toHcpError(err);
+      timer({ provider: providerType, operation, outcome: error.code });
       if (signal.aborted) return { kind: 'lease_lost' };
       if (!(err instanceof HcpError)) this.logger.error(`job ${running.id}: driver failed unexpectedly: ${String(err)}`);
-      const error = toHcpError(err);
       if (error.retryable && running.attempts < policy.maxAttempts) {
         const at = new Date(Date.now() + backoff(policy.retryBackoffMs, running.attempts));
         await this.step(job, { type: 'fail_attempt', error: error.toShape(), retry_at: at.toISOString() }, traceId);
+        this.metrics.jobRetries.inc({ code: error.code });
         return { kind: 'retry', at };
       }
       await this.fail(job, error.toShape(), traceId);
+      this.metrics.jobsFinished.inc({ type: running.type, provider: providerType, outcome: error.code });
       return { kind: 'finished' };
     }
     if (signal.aborted) return { kind: 'lease_lost' };
     await this.vms.update(running.resource_id, (state) => recordVmOutcome(state, outcome), eventContext(WORKER_ACTOR, traceId));
     await this.step(job, { type: 'succeed' }, traceId);
+    this.metrics.jobsFinished.inc({ type: running.type, provider: providerType, outcome: 'succeeded' });
     return { kind: 'finished' };
   }
 

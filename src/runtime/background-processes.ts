@@ -20,9 +20,11 @@ import { AuditProjection } from '@hcp/projections/audit/audit.projection';
 import { LogSink } from '@hcp/projections/audit/audit-sink';
 import { MeteringProjection } from '@hcp/projections/metering/metering.projection';
 import { ProviderHealthService } from '../ops/provider-health';
+import { HcpMetrics } from '../observability/hcp-metrics';
 import { HcpRuntime } from './hcp-runtime';
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
+const LAG_PROBE_MS = 5000;
 
 /**
  * The long-running parts of a process, chosen by HCP_ROLES: projection runners (one active instance per
@@ -37,6 +39,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
   private listener: JobQueueListener | null = null;
   private purge: NodeJS.Timeout | null = null;
   private healthProbe: NodeJS.Timeout | null = null;
+  private lagProbe: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
@@ -47,6 +50,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     private readonly idempotency: IdempotencyStore,
     private readonly providerHealth: ProviderHealthService,
     private readonly quotas: QuotaService,
+    private readonly metrics: HcpMetrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -65,6 +69,8 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
         runner.start();
         this.projections.push(runner);
       }
+      this.lagProbe = setInterval(() => void this.recordLag(), LAG_PROBE_MS);
+      this.lagProbe.unref();
     }
     if (this.config.roles.includes('worker')) {
       const { jobs } = this.config;
@@ -92,7 +98,19 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     return new LogSink(kind, (line) => logger.log(line));
   }
 
+  /** Position and lag of the projections this process runs actively, for /metrics. */
+  private async recordLag(): Promise<void> {
+    const head = await this.runtime.eventStore.headPosition().catch(() => null);
+    for (const runner of this.projections) {
+      const { name, active, position } = runner.status();
+      if (!active) continue;
+      this.metrics.projectionPosition.set({ projection: name }, Number(position));
+      if (head !== null) this.metrics.projectionLag.set({ projection: name }, Number(head > position ? head - position : 0n));
+    }
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    if (this.lagProbe) clearInterval(this.lagProbe);
     if (this.purge) clearInterval(this.purge);
     if (this.healthProbe) clearInterval(this.healthProbe);
     await this.listener?.stop();

@@ -49,7 +49,7 @@ const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: numb
   'GET /v1/projects/:project_id/jobs/:job_id': { least: 'viewer', ok: 200 },
   'GET /v1/projects/:project_id/quotas': { least: 'viewer', ok: 200 },
 };
-const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready']);
+const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready', 'GET /metrics']);
 
 /** API.md's ops table: which ops roles, and what a permitted call answers. */
 type OpsRole = 'cloud-operator' | 'infra-admin' | 'security-auditor';

@@ -175,4 +175,18 @@ describe('VM lifecycle over HTTP', () => {
     }
     expect((await api.get('/health/ready')).status).toBe(200);
   });
+
+  it('exposes Prometheus metrics that move as requests and jobs run', async () => {
+    const scrape = async () => (await fetch(`${hcp.baseUrl}/metrics`)).text();
+    const count = (text: string, pattern: RegExp) => Number(text.match(pattern)?.[1] ?? 0);
+    const jobsBefore = count(await scrape(), /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/);
+    const created = await create('metered-1');
+    await jobFinished(api, 'demo', created.body.job_id);
+    const text = await scrape();
+    expect(text).toMatch(/hcp_http_request_duration_seconds_count\{method="POST",route="\/v1\/projects\/:project_id\/vms",status="202"\} \d+/);
+    expect(count(text, /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/)).toBe(jobsBefore + 1);
+    expect(text).toMatch(/hcp_provider_call_duration_seconds_count\{provider="simulator",operation="create",outcome="ok"\} \d+/);
+    expect(text).toMatch(/process_resident_memory_bytes \d+/);
+    expect(text.split('\n').filter((l) => /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}/.test(l))).toEqual([]);
+  });
 });

@@ -26,6 +26,7 @@ const cloudOperator: RoutePolicy = { scope: 'ops', roles: ['cloud-operator'] };
 export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /health/live': publicRoute,
   'GET /health/ready': publicRoute,
+  'GET /metrics': publicRoute,
 
   'GET /v1/zones': catalog,
   'GET /v1/images': catalog,

@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Gauge, Histogram } from 'prom-client';
+
+/**
+ * HCP's own metrics, served at /metrics with the process defaults. One place declares them all, so a
+ * dashboard author finds every name and label here.
+ */
+@Injectable()
+export class HcpMetrics {
+  readonly httpRequests = new Histogram({
+    name: 'hcp_http_request_duration_seconds',
+    help: 'HTTP requests by method, route pattern and status, with their latency',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  });
+
+  readonly jobsFinished = new Counter({
+    name: 'hcp_jobs_finished_total',
+    help: 'Jobs finished, by type, provider type and outcome (succeeded or the taxonomy code)',
+    labelNames: ['type', 'provider', 'outcome'] as const,
+  });
+
+  readonly providerCalls = new Histogram({
+    name: 'hcp_provider_call_duration_seconds',
+    help: 'Driver calls by provider type, operation and outcome (ok or the taxonomy code)',
+    labelNames: ['provider', 'operation', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  });
+
+  readonly leaseExpiries = new Counter({ name: 'hcp_job_lease_expiries_total', help: 'Job attempts written off because their lease expired' });
+  readonly jobRetries = new Counter({ name: 'hcp_job_retries_total', help: 'Job attempts that failed and were scheduled again', labelNames: ['code'] as const });
+
+  readonly projectionPosition = new Gauge({ name: 'hcp_projection_position', help: 'Last event position applied, per projection', labelNames: ['projection'] as const });
+  readonly projectionLag = new Gauge({ name: 'hcp_projection_lag_events', help: 'Events in the store not yet applied, per projection', labelNames: ['projection'] as const });
+
+  readonly publishFailures = new Counter({ name: 'hcp_publish_failures_total', help: 'Failed publications of audit or metering records', labelNames: ['sink'] as const });
+
+}

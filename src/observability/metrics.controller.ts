@@ -1,0 +1,12 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import { PrometheusController } from '@willsoto/nestjs-prometheus';
+import type { Response } from 'express';
+
+/** Prometheus text at /metrics (no token: scraped from inside the network). */
+@Controller('metrics')
+export class MetricsController extends PrometheusController {
+  @Get()
+  override async index(@Res({ passthrough: true }) response: Response): Promise<string> {
+    return super.index(response);
+  }
+}
