@@ -16,6 +16,7 @@ import { RequestAuditInterceptor } from './api/http/request-audit.interceptor';
 import { RequestRecorder } from './audit/request-recorder';
 import { AuditQueries } from './audit/audit.queries';
 import { MeteringQueries } from './audit/metering.queries';
+import { ProjectionsService } from './projections-admin/projections.service';
 import { rateLimits, RateLimitGuard } from './api/http/rate-limit.guard';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
@@ -93,6 +94,7 @@ export class AppModule {
         RequestRecorder,
         AuditQueries,
         MeteringQueries,
+        ProjectionsService,
         IdempotencyStore,
         CatalogService,
         VmRepository,

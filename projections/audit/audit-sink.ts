@@ -1,4 +1,5 @@
-import type { AuditRecord } from '@hcp/domain';
+import type { AuditRecord, MeteringRecord } from '@hcp/domain';
+import { MESSAGE_SCHEMA_VERSION, MessagePublisher } from '@hcp/messaging';
 
 /**
  * Where audit records go besides the audit_log table: Kafka (`hcp.audit.v1`) in a deployment, the log
@@ -9,14 +10,26 @@ export interface AuditSink {
   publish(records: AuditRecord[]): Promise<void>;
 }
 
-/** The embedded default's sink for audit or metering records: one JSON log line per record. */
-export class LogSink {
-  constructor(
-    private readonly kind: 'audit' | 'metering',
-    private readonly log: (line: Record<string, unknown>) => void,
-  ) {}
+export interface MeteringSink {
+  publish(records: MeteringRecord[]): Promise<void>;
+}
 
-  async publish(records: object[]): Promise<void> {
-    for (const record of records) this.log({ msg: this.kind, [this.kind]: record });
-  }
+/** Audit and metering records as message envelopes on their topics (key = project id). */
+export function publisherSinks(publisher: MessagePublisher): { audit: AuditSink; metering: MeteringSink } {
+  return {
+    audit: {
+      publish: (records) =>
+        publisher.publish(
+          'audit',
+          records.map((r) => ({ schema_version: MESSAGE_SCHEMA_VERSION, event_id: r.event_id, type: `audit.${r.action}`, occurred_at: r.occurred_at, project_id: r.project_id, trace_id: r.trace_id, payload: r })),
+        ),
+    },
+    metering: {
+      publish: (records) =>
+        publisher.publish(
+          'metering',
+          records.map((r) => ({ schema_version: MESSAGE_SCHEMA_VERSION, event_id: r.event_id, type: r.kind, occurred_at: r.effective_at, project_id: r.project_id, trace_id: null, payload: r })),
+        ),
+    },
+  };
 }

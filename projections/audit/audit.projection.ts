@@ -1,7 +1,7 @@
 import { EntityManager } from 'typeorm';
 import { AuditJobInfo, AuditRecord, auditRecordOf, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX, JobQueued, REQUEST_STREAM_PREFIX } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from '../runner/projection';
+import { RebuildableProjection } from '../runner/projection-rebuild';
 import { AuditSink } from './audit-sink';
 
 /**
@@ -9,23 +9,22 @@ import { AuditSink } from './audit-sink';
  * and go to the sink (Kafka) before the checkpoint moves, so a crash or a broker outage delays records
  * but loses none (a retried batch is published again: at least once, de-duplicated by event_id).
  */
-export class AuditProjection implements Projection {
+export class AuditProjection implements RebuildableProjection {
   readonly name = 'audit';
+  readonly tables = ['audit_log', 'audit_jobs'];
   readonly streamPrefixes = [REQUEST_STREAM_PREFIX, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX];
 
   constructor(private readonly sink: AuditSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
     const jobs = new Map<string, AuditJobInfo>();
+    const newJobs: Array<AuditJobInfo & { job_id: string }> = [];
     const records: Array<{ record: AuditRecord; position: bigint }> = [];
     for (const e of events) {
       if (e.event.type === 'JobQueued') {
         const { job_id, project_id, type, resource_id, actor } = (e.event as JobQueued).data;
         jobs.set(job_id, { project_id, type, resource_id, actor });
-        await tx.query(
-          `INSERT INTO audit_jobs (job_id, project_id, type, resource_id, actor) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id) DO NOTHING`,
-          [job_id, project_id, type, resource_id, actor],
-        );
+        newJobs.push({ job_id, project_id, type, resource_id, actor });
         continue;
       }
       const jobId = e.streamId.startsWith(JOB_STREAM_PREFIX) ? e.streamId.slice(JOB_STREAM_PREFIX.length) : null;
@@ -36,6 +35,18 @@ export class AuditProjection implements Projection {
       );
       if (record) records.push({ record, position: e.position });
     }
+    // Publish before writing: this transaction takes no transaction id while it waits for the broker, so
+    // a slow or absent broker never holds back the event store's readers (they read below the oldest
+    // writing transaction).
+    if (records.length) await this.sink.publish(records.map((r) => r.record));
+    if (newJobs.length) {
+      await tx.query(
+        `INSERT INTO audit_jobs (job_id, project_id, type, resource_id, actor)
+         SELECT j.job_id, j.project_id, j.type, j.resource_id, j.actor FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid, actor text)
+         ON CONFLICT (job_id) DO NOTHING`,
+        [JSON.stringify(newJobs)],
+      );
+    }
     if (records.length === 0) return;
     await tx.query(
       `INSERT INTO audit_log (id, created_at, actor, action, target, project_id, result, trace_id, details, position)
@@ -44,7 +55,6 @@ export class AuditProjection implements Projection {
        ON CONFLICT (id) DO NOTHING`,
       [JSON.stringify(records.map(({ record: r, position }) => ({ id: r.event_id, created_at: r.occurred_at, actor: r.actor, action: r.action, target: r.target, project_id: r.project_id, result: r.result, trace_id: r.trace_id, details: r.details, position: position.toString() })))],
     );
-    await this.sink.publish(records.map((r) => r.record));
   }
 
   private async jobInfo(tx: EntityManager, jobId: string): Promise<AuditJobInfo | null> {

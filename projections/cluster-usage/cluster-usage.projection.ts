@@ -1,15 +1,16 @@
 import { EntityManager } from 'typeorm';
 import { VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from '../runner/projection';
+import { RebuildableProjection } from '../runner/projection-rebuild';
 
 /**
  * What each cluster has allocated, for placement: a VM counts from its create request until it is
  * deleted or its create failed. Kept incrementally (one row per cluster) so placing a VM never sums
  * over all VMs.
  */
-export class ClusterUsageProjection implements Projection {
+export class ClusterUsageProjection implements RebuildableProjection {
   readonly name = 'cluster-usage';
+  readonly tables = ['cluster_usage', 'cluster_allocations'];
   readonly streamPrefixes = [VM_STREAM_PREFIX];
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {

@@ -1,26 +1,24 @@
 import { EntityManager } from 'typeorm';
 import { MeteredVm, MeteringRecord, meteringRecordsOf, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from '../runner/projection';
-
-/** Where metering records go besides their table (Kafka `hcp.metering.v1`, or the log). */
-export interface MeteringSink {
-  publish(records: MeteringRecord[]): Promise<void>;
-}
+import { MeteringSink } from '../audit/audit-sink';
+import { RebuildableProjection } from '../runner/projection-rebuild';
 
 /**
  * Billing's record of every change that costs: allocation, power on/off, deletion, with the project,
  * VM, resources and zone, at the time the provider made the change. Published before the checkpoint
  * moves (at least once; consumers de-duplicate by event_id).
  */
-export class MeteringProjection implements Projection {
+export class MeteringProjection implements RebuildableProjection {
   readonly name = 'metering';
+  readonly tables = ['metering_records', 'metering_vms'];
   readonly streamPrefixes = [VM_STREAM_PREFIX];
 
   constructor(private readonly sink: MeteringSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
     const vms = new Map<string, MeteredVm>();
+    const newVms: Array<MeteredVm & { vm_id: string }> = [];
     const records: Array<{ record: MeteringRecord; position: bigint }> = [];
     for (const e of events) {
       const vmId = e.streamId.slice(VM_STREAM_PREFIX.length);
@@ -28,15 +26,22 @@ export class MeteringProjection implements Projection {
       if (event.type === 'VmCreateRequested') {
         const vm = { project_id: event.data.project_id, zone: event.data.zone, flavor_id: event.data.flavor_id, resources: event.data.resources };
         vms.set(vmId, vm);
-        await tx.query(
-          `INSERT INTO metering_vms (vm_id, project_id, zone, flavor_id, resources) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (vm_id) DO NOTHING`,
-          [vmId, vm.project_id, vm.zone, vm.flavor_id, JSON.stringify(vm.resources)],
-        );
+        newVms.push({ vm_id: vmId, ...vm });
         continue;
       }
       const vm = vms.get(vmId) ?? (await this.vm(tx, vmId));
       if (!vm) continue;
       for (const record of meteringRecordsOf(event, e.eventId, vmId, vm, e.at)) records.push({ record, position: e.position });
+    }
+    // Publish before writing, like the audit projection: no transaction id is held while the broker is slow.
+    if (records.length) await this.sink.publish(records.map((r) => r.record));
+    if (newVms.length) {
+      await tx.query(
+        `INSERT INTO metering_vms (vm_id, project_id, zone, flavor_id, resources)
+         SELECT v.vm_id, v.project_id, v.zone, v.flavor_id, v.resources FROM jsonb_to_recordset($1::jsonb) AS v(vm_id uuid, project_id text, zone text, flavor_id text, resources jsonb)
+         ON CONFLICT (vm_id) DO NOTHING`,
+        [JSON.stringify(newVms)],
+      );
     }
     if (records.length === 0) return;
     await tx.query(
@@ -46,7 +51,6 @@ export class MeteringProjection implements Projection {
        ON CONFLICT (event_id) DO NOTHING`,
       [JSON.stringify(records.map(({ record, position }) => ({ ...record, position: position.toString() })))],
     );
-    await this.sink.publish(records.map((r) => r.record));
   }
 
   private async vm(tx: EntityManager, vmId: string): Promise<MeteredVm | null> {

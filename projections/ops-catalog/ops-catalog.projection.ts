@@ -1,15 +1,16 @@
 import { EntityManager } from 'typeorm';
 import { evolveOpsResource, OPS_STREAM_PREFIXES, opsKindOf, OpsResourceEvent, OpsResourceState } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from '../runner/projection';
+import { RebuildableProjection } from '../runner/projection-rebuild';
 import { OpsResourceRow } from './ops-resource.entity';
 
 /**
  * The ops catalog read model: every provider, cluster, zone, image and flavor, folded by the domain's
  * own evolve. Deleted resources stay as rows marked deleted (their ids stay taken).
  */
-export class OpsCatalogProjection implements Projection {
+export class OpsCatalogProjection implements RebuildableProjection {
   readonly name = 'ops-catalog';
+  readonly tables = ['ops_resources'];
   readonly streamPrefixes = OPS_STREAM_PREFIXES;
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {

@@ -1,7 +1,7 @@
 import { EntityManager, EntityTarget, In, ObjectLiteral } from 'typeorm';
 import { DomainEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from './projection';
+import { RebuildableProjection } from './projection-rebuild';
 
 /** A read-model row that carries the folded aggregate state and the position it reflects. */
 export interface FoldedRow<S> extends ObjectLiteral {
@@ -15,8 +15,9 @@ export interface FoldedRow<S> extends ObjectLiteral {
  * never disagree with the write side about a transition. A batch loads the rows it touches once,
  * evolves them in memory and upserts them in one statement.
  */
-export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow<S>> implements Projection {
+export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow<S>> implements RebuildableProjection {
   readonly streamPrefixes: string[];
+  readonly tables: string[];
 
   constructor(
     readonly name: string,
@@ -24,8 +25,10 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     private readonly entity: EntityTarget<R>,
     private readonly evolve: (state: S | null, event: E, at: string) => S | null,
     private readonly toRow: (state: S, position: bigint) => R,
+    table: string,
   ) {
     this.streamPrefixes = [streamPrefix];
+    this.tables = [table];
   }
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {

@@ -9,5 +9,9 @@ export interface Projection {
   readonly name: string;
   /** Streams this projection reads (prefixes of stream ids). */
   readonly streamPrefixes: string[];
+  /**
+   * Applies a batch. Anything slow and external (a broker) must be awaited before the first write: a
+   * writing transaction holds back every event-store reader until it ends.
+   */
   apply(events: DecodedEvent[], tx: EntityManager): Promise<void>;
 }

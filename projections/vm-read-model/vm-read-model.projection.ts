@@ -4,7 +4,7 @@ import { VmReadModelRow } from './vm-read-model.entity';
 
 /** The VM read model behind list and detail queries. */
 export function vmReadModelProjection(): FoldedStateProjection<VmState, VmEvent, VmReadModelRow> {
-  return new FoldedStateProjection('vm-read-model', VM_STREAM_PREFIX, VmReadModelRow, evolveVm, toRow);
+  return new FoldedStateProjection('vm-read-model', VM_STREAM_PREFIX, VmReadModelRow, evolveVm, toRow, 'vm_read_model');
 }
 
 function toRow(state: VmState, position: bigint): VmReadModelRow {

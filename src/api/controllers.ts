@@ -11,6 +11,7 @@ import { ProvidersController } from './ops/providers.controller';
 import { ZonesController } from './ops/zones.controller';
 import { OpsQuotasController } from './ops/quotas.controller';
 import { AuditController, MeteringController } from './ops/audit.controller';
+import { ProjectionsController } from './ops/projections.controller';
 import { QuotasController } from './tenant/quotas.controller';
 
 /** Every controller of the API; the route-policy test walks this list. */
@@ -30,4 +31,5 @@ export const CONTROLLERS = [
   OpsQuotasController,
   AuditController,
   MeteringController,
+  ProjectionsController,
 ];

@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { loadMessagingConfig, MESSAGING_CONFIG_VARIABLES, MessagingConfig } from '@hcp/messaging';
 import { SECRETS_CONFIG_VARIABLES } from '@hcp/secrets';
 
 /**
@@ -47,6 +48,8 @@ export interface HcpConfig {
   seedCatalog: boolean;
   rateLimit: { perActorPerMinute: number; perProjectPerMinute: number };
   providerHealthIntervalMs: number;
+  /** Kafka for audit and metering; no brokers means the log. */
+  messaging: MessagingConfig;
 }
 
 interface VariableSpec {
@@ -87,10 +90,10 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
 ];
 
 /**
- * Every variable HCP reads. The secrets variables are parsed by libs/secrets (its loader is called at
- * start through `loadSecretsFromEnv`), but listed, documented and checked here with the rest.
+ * Every variable HCP reads. The secrets and messaging variables are parsed by their libraries (secrets
+ * at start through `loadSecretsFromEnv`, messaging here), but listed, documented and checked with the rest.
  */
-export const CONFIG_VARIABLES: readonly VariableSpec[] = [...CORE_VARIABLES, ...SECRETS_CONFIG_VARIABLES];
+export const CONFIG_VARIABLES: readonly VariableSpec[] = [...CORE_VARIABLES, ...SECRETS_CONFIG_VARIABLES, ...MESSAGING_CONFIG_VARIABLES];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -196,6 +199,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
     providerHealthIntervalMs: int('HCP_PROVIDER_HEALTH_INTERVAL_MS', 1000, 86_400_000),
+    messaging: (() => {
+      try {
+        return loadMessagingConfig(env);
+      } catch (err) {
+        problems.push((err as Error).message);
+        return loadMessagingConfig({});
+      }
+    })(),
     rateLimit: {
       perActorPerMinute: int('HCP_RATE_LIMIT_ACTOR_PER_MINUTE', 1, 10_000_000),
       perProjectPerMinute: int('HCP_RATE_LIMIT_PROJECT_PER_MINUTE', 1, 10_000_000),

@@ -1,9 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { jobReadModelProjection } from '@hcp/projections/job-read-model/job-read-model.projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
-import { ClusterUsageProjection } from '@hcp/projections/cluster-usage/cluster-usage.projection';
-import { OpsCatalogProjection } from '@hcp/projections/ops-catalog/ops-catalog.projection';
-import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
 import { HCP_CONFIG, HCP_RUNTIME } from '../eventing/tokens';
 import { HcpConfig } from '../config/hcp-config';
 import { JobDispatcherProjection } from '../jobs/job-dispatcher.projection';
@@ -13,12 +9,11 @@ import { JobRepository } from '../jobs/job.repository';
 import { JobWorker } from '../jobs/job-worker';
 import { VmJobExecutor } from '../jobs/vm-job.executor';
 import { IdempotencyStore } from '../idempotency/idempotency-store';
-import { quotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
 import { QuotaReleaseProjection } from '../quotas/quota-release.projection';
 import { QuotaService } from '../quotas/quota.service';
-import { AuditProjection } from '@hcp/projections/audit/audit.projection';
-import { LogSink } from '@hcp/projections/audit/audit-sink';
-import { MeteringProjection } from '@hcp/projections/metering/metering.projection';
+import { createPublisher, MessagePublisher } from '@hcp/messaging';
+import { publisherSinks } from '@hcp/projections/audit/audit-sink';
+import { readModelProjections } from '@hcp/projections/read-models';
 import { ProviderHealthService } from '../ops/provider-health';
 import { HcpMetrics } from '../observability/hcp-metrics';
 import { HcpRuntime } from './hcp-runtime';
@@ -40,6 +35,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
   private purge: NodeJS.Timeout | null = null;
   private healthProbe: NodeJS.Timeout | null = null;
   private lagProbe: NodeJS.Timeout | null = null;
+  private publisher: MessagePublisher | null = null;
 
   constructor(
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
@@ -63,7 +59,11 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.purge.unref();
     }
     if (this.config.roles.includes('projections')) {
-      const projections = [vmReadModelProjection(), jobReadModelProjection(), new OpsCatalogProjection(), new ClusterUsageProjection(), new JobDispatcherProjection(this.jobs, this.queue), quotaReadModelProjection(), new QuotaReleaseProjection(this.quotas), new AuditProjection(this.logSink('audit')), new MeteringProjection(this.logSink('metering'))];
+      const projections = [
+        ...readModelProjections(publisherSinks(await this.openPublisher())),
+        new JobDispatcherProjection(this.jobs, this.queue),
+        new QuotaReleaseProjection(this.quotas),
+      ];
       for (const projection of projections) {
         const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
         runner.start();
@@ -92,10 +92,27 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     }
   }
 
-  /** Audit and metering records go to the log when no Kafka is configured (they stay queryable by API). */
-  private logSink(kind: 'audit' | 'metering'): LogSink {
-    const logger = new Logger(kind);
-    return new LogSink(kind, (line) => logger.log(line));
+  /**
+   * Kafka when brokers are configured (topics created if missing), else the log; either way audit and
+   * metering stay queryable through the API.
+   */
+  private async openPublisher(): Promise<MessagePublisher> {
+    const logger = new Logger('messaging');
+    const publisher = createPublisher(this.config.messaging, {
+      logger: {
+        debug: (fields, msg) => logger.debug({ ...fields, msg }),
+        info: (fields, msg) => logger.log({ ...fields, msg }),
+        warn: (fields, msg) => logger.warn({ ...fields, msg }),
+        error: (fields, msg) => logger.error({ ...fields, msg }),
+      },
+      onPublish: (o) => {
+        if (o.outcome === 'failed') this.metrics.publishFailures.inc({ sink: o.topic });
+      },
+    });
+    await publisher.connect();
+    if (publisher.kind === 'kafka') await publisher.ensureTopics();
+    this.publisher = publisher;
+    return publisher;
   }
 
   /** Position and lag of the projections this process runs actively, for /metrics. */
@@ -116,5 +133,6 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     await this.listener?.stop();
     await this.worker?.stop();
     await Promise.all(this.projections.map((p) => p.stop()));
+    await this.publisher?.disconnect();
   }
 }

@@ -87,6 +87,8 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'GET /v1/ops/jobs': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/audit': { roles: AUDITOR, ok: 200 },
   'GET /v1/ops/metering': { roles: CLOUD, ok: 200 },
+  'GET /v1/ops/projections': { roles: CLOUD, ok: 200 },
+  'POST /v1/ops/projections/:name/rebuild': { roles: CLOUD, ok: 202 },
 };
 
 function expectedStatus(route: string, caller: Caller, relation: Relation): number {

@@ -75,6 +75,8 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /v1/ops/jobs': cloudOperator,
   'GET /v1/ops/audit': { scope: 'ops', roles: ['security-auditor'] },
   'GET /v1/ops/metering': cloudOperator,
+  'GET /v1/ops/projections': cloudOperator,
+  'POST /v1/ops/projections/:name/rebuild': cloudOperator,
 };
 
 export function routeKey(method: string, path: string): string {

@@ -1,0 +1,72 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { conflict, notFound } from '@hcp/domain';
+import { DomainEventCodec, EventStore } from '@hcp/eventstore';
+import { readModelProjections, SILENT_SINKS } from '@hcp/projections/read-models';
+import { rebuildProjection, RebuildResult } from '@hcp/projections/runner/projection-rebuild';
+import { EVENT_STORE } from '../eventing/tokens';
+
+/** Process managers: shown with their position, never rebuilt (they act on the world). */
+const PROCESS_MANAGERS = ['job-dispatcher', 'quota-release'];
+
+export interface ProjectionView {
+  name: string;
+  kind: 'read_model' | 'process_manager';
+  position: string | null;
+  head: string;
+  lag: string | null;
+  updated_at: string | null;
+  rebuilding: boolean;
+  last_rebuild: RebuildResult | null;
+}
+
+/** Ops view and rebuilds of the projections (positions come from the shared checkpoint table). */
+@Injectable()
+export class ProjectionsService {
+  private readonly logger = new Logger('projections');
+  private readonly running = new Map<string, Promise<RebuildResult>>();
+  private readonly finished = new Map<string, RebuildResult>();
+
+  constructor(
+    private readonly db: DataSource,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly codec: DomainEventCodec,
+  ) {}
+
+  async list(): Promise<ProjectionView[]> {
+    const [head, rows] = await Promise.all([
+      this.store.headPosition(),
+      this.db.query(`SELECT name, position::text AS position, updated_at FROM projection_checkpoints`) as Promise<Array<{ name: string; position: string; updated_at: Date }>>,
+    ]);
+    const names = [...readModelProjections(SILENT_SINKS).map((p) => p.name), ...PROCESS_MANAGERS];
+    return names.map((name) => {
+      const row = rows.find((r) => r.name === name);
+      return {
+        name,
+        kind: PROCESS_MANAGERS.includes(name) ? 'process_manager' : 'read_model',
+        position: row?.position ?? null,
+        head: head.toString(),
+        lag: row ? (head - BigInt(row.position) > 0n ? head - BigInt(row.position) : 0n).toString() : null,
+        updated_at: row?.updated_at.toISOString() ?? null,
+        rebuilding: this.running.has(name),
+        last_rebuild: this.finished.get(name) ?? null,
+      };
+    });
+  }
+
+  /** Starts a rebuild in this process and returns at once; the promise is for callers that wait. */
+  start(name: string): Promise<RebuildResult> {
+    const projection = readModelProjections(SILENT_SINKS).find((p) => p.name === name);
+    if (!projection) throw PROCESS_MANAGERS.includes(name) ? conflict(`${name} is a process manager and is never rebuilt`) : notFound('projection');
+    if (this.running.has(name)) throw conflict(`${name} is being rebuilt already`);
+    const run = rebuildProjection(this.db, this.store, this.codec, projection)
+      .then((result) => {
+        this.finished.set(name, result);
+        return result;
+      })
+      .finally(() => this.running.delete(name));
+    run.catch((err) => this.logger.error(`rebuild of ${name} failed: ${(err as Error).message}`));
+    this.running.set(name, run);
+    return run;
+  }
+}
