@@ -372,7 +372,9 @@ describe('hostile input at every route', () => {
 
     if (headers.get('x-content-type-options') !== 'nosniff') problems.push('no X-Content-Type-Options: nosniff');
     const contentType = headers.get('content-type') ?? '';
-    if (text.length > 0 && !/^application\/json\s*(?:;|$)/i.test(contentType)) problems.push(`content-type ${JSON.stringify(contentType)} for a body`);
+    // Prometheus scrapes /metrics as its own text format; every other body is JSON.
+    const expected = route.key === 'GET /metrics' && status === 200 ? /^text\/plain\s*(?:;|$)/i : /^application\/json\s*(?:;|$)/i;
+    if (text.length > 0 && !expected.test(contentType)) problems.push(`content-type ${JSON.stringify(contentType)} for a body`);
 
     if (status >= 400) problems.push(...envelopeProblems(status, text, requestId));
 
