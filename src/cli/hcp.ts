@@ -3,7 +3,12 @@
  *   npm run hcp -- secrets rotate     re-wrap every provider credential with the active KEK
  *   npm run hcp -- audit replay [--from <RFC 3339>] [--to <RFC 3339>] [--project <id>]
  *                                     the audit trail from the event store, as JSON lines
+ *   npm run hcp -- projections rebuild <name>
+ *                                     rebuild a read model beside the live one, then swap
  */
+import { readModelProjections, SILENT_SINKS } from '@hcp/projections/read-models';
+import { rebuildProjection } from '@hcp/projections/runner/projection-rebuild';
+import { DomainEventCodec } from '@hcp/eventstore';
 import { parseArgs } from 'node:util';
 import { Pool } from 'pg';
 import { createHcpUpcasters } from '@hcp/domain';
@@ -15,7 +20,7 @@ import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
 import { createDataSource } from '../persistence/data-source';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres';
 
-const USAGE = 'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>]';
+const USAGE = 'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name>';
 
 async function main(argv: string[]): Promise<number> {
   let config: HcpConfig;
@@ -31,6 +36,7 @@ async function main(argv: string[]): Promise<number> {
   const [group, command] = argv;
   if (group === 'secrets' && command === 'rotate') return rotateSecrets(config);
   if (group === 'audit' && command === 'replay') return replay(config, argv.slice(2));
+  if (group === 'projections' && command === 'rebuild' && argv[2]) return rebuild(config, argv[2]);
   process.stderr.write(`${USAGE}\n`);
   return 2;
 }
@@ -49,6 +55,43 @@ async function rotateSecrets(config: HcpConfig): Promise<number> {
   }
 }
 
+async function rebuild(config: HcpConfig, name: string): Promise<number> {
+  const projection = readModelProjections(SILENT_SINKS).find((p) => p.name === name);
+  if (!projection) {
+    process.stderr.write(`no read model named ${name}; read models: ${readModelProjections(SILENT_SINKS).map((p) => p.name).join(', ')}\n`);
+    return 2;
+  }
+  const { store, db, close } = await openStores(config);
+  try {
+    const result = await rebuildProjection(db, store, new DomainEventCodec(createHcpUpcasters()), projection);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } finally {
+    await close();
+  }
+}
+
+/** The event store and the read-model database, as HCP itself would open them (embedded when unset). */
+async function openStores(config: HcpConfig) {
+  const embedded = config.databaseUrl ? null : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
+  const url = config.databaseUrl ?? embedded!.connectionString;
+  const pool = new Pool({ connectionString: url, max: 4 });
+  const store: EventStore = config.eventStoreConnectionString
+    ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
+    : new PostgresEventStore({ pool });
+  const db = createDataSource(url, { poolSize: 4, applicationName: 'hcp-cli' });
+  await db.initialize();
+  return {
+    store,
+    db,
+    close: async () => {
+      await store.close();
+      await db.destroy();
+      await pool.end();
+    },
+  };
+}
+
 async function replay(config: HcpConfig, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { from: { type: 'string' }, to: { type: 'string' }, project: { type: 'string' } }, strict: true });
   const time = (v: string | undefined, name: string): Date | undefined => {
@@ -58,17 +101,12 @@ async function replay(config: HcpConfig, args: string[]): Promise<number> {
     return at;
   };
   const filter = { from: time(values.from, 'from'), to: time(values.to, 'to'), project: values.project };
-  const embedded = config.databaseUrl || config.eventStoreConnectionString ? null : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
-  const pool = config.eventStoreConnectionString ? null : new Pool({ connectionString: config.databaseUrl ?? embedded!.connectionString, max: 2 });
-  const store: EventStore = config.eventStoreConnectionString
-    ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
-    : new PostgresEventStore({ pool: pool! });
+  const { store, close } = await openStores(config);
   try {
     for await (const record of replayAudit(store, createHcpUpcasters(), filter)) process.stdout.write(`${JSON.stringify(record)}\n`);
     return 0;
   } finally {
-    await store.close();
-    await pool?.end();
+    await close();
   }
 }
 

@@ -206,7 +206,9 @@ describe('authorization matrix', () => {
     let id = fixtures[kind as keyof typeof fixtures] ?? '';
     if (pattern.includes(':id') && allowed && route.startsWith('DELETE')) id = await freshOps(kind as 'provider');
     const body = route.startsWith('GET') || route.startsWith('DELETE') || route.endsWith('/check') ? undefined : route.startsWith('PATCH') && kind === 'provider' ? { settings: { m: 1 } } : route.startsWith('PATCH') && kind === 'cluster' ? { enabled: true } : bodies[kind];
-    return { path: pattern.replace(':id', id).replace(':project_id', 'quota-matrix'), body };
+    // Each permitted rebuild takes another read model, so no two run at once.
+    const readModels = ['vm-read-model', 'job-read-model', 'ops-catalog', 'cluster-usage', 'quota-read-model', 'audit', 'metering'];
+    return { path: pattern.replace(':id', id).replace(':project_id', 'quota-matrix').replace(':name', readModels[serial % readModels.length]), body };
   }
 
   async function freshOps(kind: 'provider' | 'cluster' | 'zone' | 'image' | 'flavor'): Promise<string> {
