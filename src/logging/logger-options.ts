@@ -13,9 +13,25 @@ export function loggerOptions(level: LogLevel): Params {
     pinoHttp: {
       level,
       genReqId: (req: IncomingMessage) => traceIdOf(req as Request),
-      customProps: (req: IncomingMessage) => ({ trace_id: traceIdOf(req as Request) }),
+      // Who and which project, once the request is authenticated (the completion line has them).
+      customProps: (req: IncomingMessage) => {
+        const r = req as Request & { user?: { sub?: string } };
+        const project = typeof r.params?.project_id === 'string' ? r.params.project_id : undefined;
+        return { trace_id: traceIdOf(r), ...(r.user?.sub ? { actor: r.user.sub } : {}), ...(project ? { project_id: project } : {}) };
+      },
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
+        paths: [
+          'req.headers.authorization',
+          'req.headers.cookie',
+          'req.headers["x-api-key"]',
+          'req.headers["x-vault-token"]',
+          'res.headers["set-cookie"]',
+          '*.credentials',
+          '*.password',
+          '*.token',
+          '*.ticket',
+          '*.user_data',
+        ],
         censor: '[redacted]',
       },
       serializers: {

@@ -112,6 +112,6 @@ export class HcpProcess {
   }
 
   private append(data: Buffer): void {
-    this.output = (this.output + data.toString()).slice(-20_000);
+    this.output = (this.output + data.toString()).slice(-4_000_000);
   }
 }
