@@ -59,7 +59,7 @@ describe('Proxmox provider end to end', () => {
     }, `VM ${status}`);
 
   it('runs the whole lifecycle on Proxmox, which holds exactly the expected VM at each step', async () => {
-    const created = await tenant.post('/v1/projects/acme/vms', { name: 'web-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor, ssh_keys: [SSH_KEY], tags: { env: 'prod' } });
+    const created = await tenant.post('/v1/projects/acme/vms', { name: 'web-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor, ssh_keys: [SSH_KEY], tags: { env: 'prod' } }, { 'x-request-id': 'trace-pve-create' });
     expect(created.status).toBe(202);
     const vmId = created.body.resource_id;
     expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
@@ -73,6 +73,8 @@ describe('Proxmox provider end to end', () => {
     expect(pve.description).toContain(vmId);
     expect(Math.max(...Object.values(pve.disks))).toBe(20 * 1024 ** 3);
     expect(sim.validationFailures).toEqual([]);
+    // The tenant's request id travels with the job into the provider calls it causes.
+    expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/clone')).map((r) => r.request_id)).toEqual(['trace-pve-create']);
 
     for (const [action, expected] of [['stop', 'stopped'], ['start', 'running'], ['reboot', 'running']] as const) {
       const res = await tenant.post(`/v1/projects/acme/vms/${vmId}/actions/${action}`, { force: false });

@@ -178,6 +178,8 @@ export interface SimRequestRecord {
   csrf: boolean;
   /** Parameters (password values replaced). */
   params: Record<string, unknown>;
+  /** The caller's X-Request-Id, if it sent one. */
+  request_id?: string;
   at: number;
 }
 
@@ -511,7 +513,8 @@ export class ProxmoxSimulator {
     const url = new URL(req.url ?? '/', 'https://simulator');
     const method = (req.method ?? 'GET').toUpperCase();
     if (url.pathname.startsWith('/_sim/')) return this.handleAdmin(req, res, url, method);
-    const record: SimRequestRecord = { method, path: url.pathname, status: 0, auth: 'none', csrf: false, params: {}, at: Date.now() };
+    const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined;
+    const record: SimRequestRecord = { method, path: url.pathname, status: 0, auth: 'none', csrf: false, params: {}, ...(requestId ? { request_id: requestId } : {}), at: Date.now() };
     this.requests.push(record);
     if (this.requests.length > 10_000) this.requests.splice(0, 1000);
 

@@ -360,6 +360,8 @@ export class ProxmoxClient {
     const fullPath = `${base.pathname.replace(/\/$/, '')}/api2/json${path}${!withBody && encoded ? `?${encoded}` : ''}`;
     const body = withBody ? Buffer.from(encoded, 'utf8') : undefined;
     const headers: Record<string, string | number> = { Accept: 'application/json', ...authHeaders };
+    // The HCP request behind this call, for whoever reads the provider's (or its proxy's) access log.
+    if (ctx.trace_id && /^[\x21-\x7e]{1,128}$/.test(ctx.trace_id)) headers['X-Request-Id'] = ctx.trace_id;
     if (body) {
       headers['Content-Type'] = 'application/x-www-form-urlencoded';
       headers['Content-Length'] = body.length;
