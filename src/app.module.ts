@@ -48,6 +48,7 @@ import { VmOperationRequester } from './vms/commands/vm-operation-requester';
 import { VmQueries } from './vms/vm.queries';
 import { QuotaRepository } from './quotas/quota.repository';
 import { QuotaService } from './quotas/quota.service';
+import { QuotaSweeper } from './quotas/quota-sweeper';
 import { VmRepository } from './vms/vm.repository';
 
 const COMMAND_HANDLERS = [CreateVmHandler, StartVmHandler, StopVmHandler, RebootVmHandler, DeleteVmHandler, UpdateVmLabelsHandler];
@@ -107,6 +108,7 @@ export class AppModule {
         VmJobExecutor,
         QuotaRepository,
         QuotaService,
+        QuotaSweeper,
         HcpMetrics,
         BackgroundProcesses,
       ],

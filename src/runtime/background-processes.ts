@@ -11,6 +11,7 @@ import { VmJobExecutor } from '../jobs/vm-job.executor';
 import { IdempotencyStore } from '../idempotency/idempotency-store';
 import { QuotaReleaseProjection } from '../quotas/quota-release.projection';
 import { QuotaService } from '../quotas/quota.service';
+import { QuotaSweeper } from '../quotas/quota-sweeper';
 import { createPublisher, MessagePublisher } from '@hcp/messaging';
 import { publisherSinks } from '@hcp/projections/audit/audit-sink';
 import { readModelProjections } from '@hcp/projections/read-models';
@@ -20,6 +21,7 @@ import { HcpRuntime } from './hcp-runtime';
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
 const LAG_PROBE_MS = 5000;
+const QUOTA_SWEEP_MS = 5 * 60_000;
 
 /**
  * The long-running parts of a process, chosen by HCP_ROLES: projection runners (one active instance per
@@ -35,6 +37,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
   private purge: NodeJS.Timeout | null = null;
   private healthProbe: NodeJS.Timeout | null = null;
   private lagProbe: NodeJS.Timeout | null = null;
+  private sweep: NodeJS.Timeout | null = null;
   private publisher: MessagePublisher | null = null;
 
   constructor(
@@ -47,6 +50,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
     private readonly providerHealth: ProviderHealthService,
     private readonly quotas: QuotaService,
     private readonly metrics: HcpMetrics,
+    private readonly quotaSweeper: QuotaSweeper,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -88,6 +92,10 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
       this.worker = worker;
       this.healthProbe = setInterval(() => void this.providerHealth.checkAll(), this.config.providerHealthIntervalMs);
       this.healthProbe.unref();
+      this.sweep = setInterval(() => {
+        this.quotaSweeper.sweep().catch((err) => this.logger.warn(`quota sweep failed: ${(err as Error).message}`));
+      }, QUOTA_SWEEP_MS);
+      this.sweep.unref();
       this.logger.log(`job worker ${worker.id} started`);
     }
   }
@@ -128,6 +136,7 @@ export class BackgroundProcesses implements OnApplicationBootstrap, OnApplicatio
 
   async onApplicationShutdown(): Promise<void> {
     if (this.lagProbe) clearInterval(this.lagProbe);
+    if (this.sweep) clearInterval(this.sweep);
     if (this.purge) clearInterval(this.purge);
     if (this.healthProbe) clearInterval(this.healthProbe);
     await this.listener?.stop();
