@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 
 /** Publishes the API as OpenAPI 3 at /openapi.json with browsable docs at /docs (no token needed). */
 export function publishOpenApi(app: INestApplication): void {
@@ -11,5 +12,11 @@ export function publishOpenApi(app: INestApplication): void {
     .addSecurityRequirements('bearer')
     .build();
   const document = SwaggerModule.createDocument(app, config);
+  // Body and query DTOs are described once, by their class-validator rules; Swagger's references to them
+  // (by class name) then resolve to the very rules the validation pipe enforces.
+  const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' });
+  // Free-form objects (tags, metadata, settings) are typed `Record`, which reflects as `Object`.
+  schemas.Object = { type: 'object', additionalProperties: true };
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(schemas as Record<string, object>) } };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json' });
 }

@@ -158,6 +158,12 @@ describe('VM lifecycle over HTTP', () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toMatch(/^3\./);
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v1/projects/{project_id}/vms', '/v1/projects/{project_id}/vms/{vm_id}/actions/stop', '/v1/projects/{project_id}/jobs/{job_id}']));
+    // Bodies are described by the same rules the validation enforces, and every reference resolves.
+    const create = res.body.components.schemas.CreateVmDto;
+    expect(create.required).toEqual(expect.arrayContaining(['name', 'zone', 'image_id', 'flavor_id']));
+    expect(create.properties.image_id).toMatchObject({ type: 'string', format: 'uuid' });
+    const refs = [...JSON.stringify(res.body).matchAll(/"#\/components\/schemas\/([A-Za-z0-9_]+)"/g)].map((m) => m[1]);
+    expect(refs.filter((name) => !res.body.components.schemas[name])).toEqual([]);
   });
 
   it('is not ready while the schema is not the one this release expects', async () => {
