@@ -13,21 +13,39 @@ export interface Loaded<S> {
  * write side decides only from what it loads here, never from read models.
  */
 export class AggregateRepository<S, E extends DomainEvent> {
+  /**
+   * Recently folded aggregates with the revision they reflect. Only a shortcut: a load still reads
+   * every event after that revision from the store, so a stale entry costs a longer read, never a
+   * wrong decision. States are immutable (evolve returns new objects), so sharing them is safe.
+   */
+  private readonly folded = new Map<string, { state: S | null; revision: bigint }>();
+
   constructor(
     protected readonly store: EventStore,
     protected readonly codec: DomainEventCodec,
     protected readonly streamOf: (id: string) => string,
     private readonly evolve: (state: S | null, event: E, at: string) => S | null,
+    private readonly cacheSize = 10_000,
   ) {}
 
   async load(id: string): Promise<Loaded<S>> {
-    const recorded = await this.store.readStream(this.streamOf(id));
-    let state: S | null = null;
+    const cached = this.folded.get(id);
+    const recorded = await this.store.readStream(this.streamOf(id), cached ? { fromRevision: cached.revision + 1n } : {});
+    let state: S | null = cached ? cached.state : null;
     for (const r of recorded) {
       const { event, at } = this.codec.decode<E>(r);
       state = this.evolve(state, event, at);
     }
-    return { id, state, revision: recorded.length === 0 ? 'no_stream' : recorded[recorded.length - 1].revision };
+    const last = recorded.length ? recorded[recorded.length - 1].revision : cached?.revision;
+    if (last === undefined) return { id, state: null, revision: 'no_stream' };
+    this.remember(id, state, last);
+    return { id, state, revision: last };
+  }
+
+  private remember(id: string, state: S | null, revision: bigint): void {
+    this.folded.delete(id); // re-insert: Map order is the eviction order (least recently used first)
+    this.folded.set(id, { state, revision });
+    if (this.folded.size > this.cacheSize) this.folded.delete(this.folded.keys().next().value as string);
   }
 
   /**
@@ -43,6 +61,7 @@ export class AggregateRepository<S, E extends DomainEvent> {
         current.revision,
       );
       const state = events.reduce<S | null>((s, e) => this.evolve(s, e, context.occurred_at), current.state);
+      this.remember(current.id, state, result.nextExpectedRevision);
       return { id: current.id, state, revision: result.nextExpectedRevision };
     } catch (err) {
       if (err instanceof WrongExpectedRevisionError) throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
