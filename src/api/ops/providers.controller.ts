@@ -6,6 +6,8 @@ import { OpsCatalogCommands } from '../../ops/ops-catalog.commands';
 import { OpsCatalogQueries } from '../../ops/ops-catalog.queries';
 import { presentProvider } from '../../ops/ops.presenters';
 import { ProviderHealthService } from '../../ops/provider-health';
+import { OpsResourceRepository } from '../../ops/ops-resource.repository';
+import { notFound } from '@hcp/domain';
 import { CurrentPrincipal } from '../http/access.guard';
 import { traceIdOf } from '../http/request-id';
 import { OpsIdPipe } from '../tenant/params';
@@ -17,6 +19,7 @@ export class ProvidersController {
     private readonly commands: OpsCatalogCommands,
     private readonly queries: OpsCatalogQueries,
     private readonly health: ProviderHealthService,
+    private readonly resources: OpsResourceRepository,
   ) {}
 
   /** Registers and checks connectivity at once; an unreachable provider is registered with its health. */
@@ -58,7 +61,8 @@ export class ProvidersController {
   @Post(':id/check')
   @HttpCode(200)
   async check(@Param('id', OpsIdPipe) id: string) {
-    await this.queries.get('provider', id);
+    // From the stream, not the read model: a provider registered a moment ago can be checked at once.
+    if (!(await this.resources.live('provider', id))) throw notFound('provider');
     return this.health.check(id);
   }
 }
