@@ -1,0 +1,98 @@
+import { Client } from 'pg';
+import { BenchContext, createBody } from '../lib/context';
+import { jobTimings, waitForJobsDrained } from '../lib/jobs';
+import { CheckpointPoller, dbNowMs } from '../lib/lag';
+import { runLoad } from '../lib/load';
+import type { Row, ScenarioResult } from '../lib/report';
+import { distribution, log, round, sleep, waitFor } from '../lib/util';
+
+/**
+ * Control-plane overhead per job with the zero-latency simulator: from the 202 (the job's JobQueued
+ * event, the last write before the answer) to JobSucceeded recorded, and to the job showing
+ * `succeeded` in the job read model (what GET /jobs/{id} returns). Two loads: jobs one at a time
+ * (5 a second, one client: the floor), and N creates at once (N clients, one request each; 1,000 in
+ * full mode), which is the DESIGN.md figure. Baseline: a bare queue (INSERT, NOTIFY, a worker that
+ * leases with SKIP LOCKED and completes at once) under the same loads.
+ */
+export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
+  const { sizes } = ctx;
+  const db = await ctx.database();
+  const { hcp, stop } = await ctx.hcp('jobs', { databaseUrl: db.url });
+  const client = new Client({ connectionString: db.url });
+  await client.connect();
+  const poller = new CheckpointPoller(db.url, ['job-read-model']);
+  const rows: Row[] = [];
+  const details: Record<string, unknown> = {};
+  try {
+    const headers = { authorization: `Bearer ${hcp.token({ bench: 'admin' })}` };
+    const spec = { url: hcp.baseUrl, method: 'POST' as const, path: '/v1/projects/bench/vms', body: createBody(), headers };
+    await runLoad({ ...spec, connections: 5, amount: 50 });
+    await waitForJobsDrained(client, 50, sizes.drainTimeoutS);
+    await poller.start();
+
+    const measure = async (label: string, load: { connections: number; amount: number; overallRate?: number }) => {
+      hcp.rss.beginWindow();
+      const before = (await waitForJobsDrained(client, 0, 1)).queued;
+      const t0 = await dbNowMs(client);
+      const { result, drained } = await ctx.measure(hcp, `jobs-${label}`, async () => {
+        const loaded = await runLoad({ ...spec, ...load, timeoutS: 120 });
+        return { result: loaded, drained: await waitForJobsDrained(client, before + loaded.ok, sizes.drainTimeoutS) };
+      });
+      const t1 = (await dbNowMs(client)) + 1;
+      await sleep(200);
+      const timings = await jobTimings(client, t0, t1);
+      const lastPosition = timings.reduce((m, t) => (t.succeededPosition > m ? t.succeededPosition : m), -1n);
+      await waitFor('job read model', async () => poller.latest('job-read-model') >= lastPosition, 30_000).catch((err: Error) => log(err.message));
+      const recorded = distribution(timings.map((t) => t.succeededMs - t.queuedMs));
+      const visible = poller.lags('job-read-model', timings.map((t) => ({ position: t.succeededPosition, recordedAtMs: t.queuedMs })));
+      const waiting = distribution(timings.filter((t) => t.startedMs !== null).map((t) => t.startedMs! - t.queuedMs));
+      const running = distribution(timings.filter((t) => t.startedMs !== null).map((t) => t.succeededMs - t.startedMs!));
+      const spanS = timings.length ? (Math.max(...timings.map((t) => t.succeededMs)) - Math.min(...timings.map((t) => t.queuedMs))) / 1000 : null;
+      details[label] = { load: result, drained, jobs: timings.length, recorded, visible: visible.lag, queuedToStarted: waiting, startedToSucceeded: running, spanS, peakRssMb: round(hcp.rss.peakMb()) };
+      return { recorded, visible: visible.lag, spanS, jobs: timings.length, result };
+    };
+
+    log(`jobs: HCP, ${sizes.jobsIsolated} jobs one at a time`);
+    const single = await measure('hcpOneAtATime', { connections: 1, amount: sizes.jobsIsolated, overallRate: 5 });
+    log(`jobs: HCP, ${sizes.jobsBurst} creates at once`);
+    const burst = await measure('hcpBurst', { connections: sizes.jobsBurst, amount: sizes.jobsBurst });
+    const peakRss = hcp.rss.hwmMb();
+    await stop();
+
+    const baseline = await ctx.baseline(db.url);
+    const baseSpec = { ...spec, url: baseline.url, path: '/v1/projects/bench/jobs' };
+    const baseMeasure = async (load: { connections: number; amount: number; overallRate?: number }) => {
+      await client.query(`TRUNCATE bench_baseline_jobs`);
+      await runLoad({ ...baseSpec, ...load, timeoutS: 120 });
+      await waitFor('baseline jobs', async () => Number((await client.query(`SELECT count(*) FILTER (WHERE status <> 'succeeded')::text AS n FROM bench_baseline_jobs`)).rows[0].n) === 0, 60_000);
+      const { rows: done } = await client.query<{ ms: string }>(`SELECT (extract(epoch FROM finished_at - created_at) * 1000)::text AS ms FROM bench_baseline_jobs`);
+      return distribution(done.map((r) => Number(r.ms)));
+    };
+    await runLoad({ ...baseSpec, connections: 5, amount: 50 });
+    log('jobs: baseline queue, one at a time and at once');
+    const baseSingle = await baseMeasure({ connections: 1, amount: sizes.jobsIsolated, overallRate: 5 });
+    const baseBurst = await baseMeasure({ connections: sizes.jobsBurst, amount: sizes.jobsBurst });
+    details.baseline = { oneAtATime: baseSingle, burst: baseBurst };
+    await baseline.stop();
+
+    const s1 = `jobs: 202 -> succeeded, one at a time (${sizes.jobsIsolated})`;
+    const s2 = `jobs: 202 -> succeeded, ${sizes.jobsBurst.toLocaleString('en-US')} at once`;
+    rows.push(
+      { scenario: s1, metric: 'recorded p50', unit: 'ms', hcp: round(single.recorded.p50), baseline: round(baseSingle.p50) },
+      { scenario: s1, metric: 'recorded p99', unit: 'ms', hcp: round(single.recorded.p99), baseline: round(baseSingle.p99) },
+      { scenario: s1, metric: 'visible (GET /jobs) p50', unit: 'ms', hcp: round(single.visible.p50), baseline: round(baseSingle.p50), target: { op: '<', value: 50 } },
+      { scenario: s2, metric: 'recorded p50', unit: 'ms', hcp: round(burst.recorded.p50), baseline: round(baseBurst.p50) },
+      { scenario: s2, metric: 'recorded p99', unit: 'ms', hcp: round(burst.recorded.p99), baseline: round(baseBurst.p99) },
+      { scenario: s2, metric: 'visible (GET /jobs) p50', unit: 'ms', hcp: round(burst.visible.p50), baseline: round(baseBurst.p50), target: { op: '<', value: 50 } },
+      { scenario: s2, metric: 'visible (GET /jobs) p99', unit: 'ms', hcp: round(burst.visible.p99), baseline: round(baseBurst.p99) },
+      { scenario: s2, metric: 'jobs per second (first 202 -> last done)', unit: '1/s', hcp: burst.spanS ? round(burst.jobs / burst.spanS) : null, baseline: null },
+      { scenario: s2, metric: 'peak RSS', unit: 'MB', hcp: round(peakRss), baseline: null },
+    );
+    if (burst.result.ok < sizes.jobsBurst) rows[3]!.note = `${sizes.jobsBurst - burst.result.ok} creates not accepted: ${JSON.stringify(burst.result.statusCounts)}`;
+    return { name: 'jobs', rows, details };
+  } finally {
+    await poller.stop().catch(() => undefined);
+    await client.end();
+    await stop();
+  }
+}

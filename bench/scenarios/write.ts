@@ -1,0 +1,108 @@
+import { Client } from 'pg';
+import { BenchContext, createBody, PROJECTS } from '../lib/context';
+import { waitForJobsDrained } from '../lib/jobs';
+import { runLoad, LoadResult, LoadSpec } from '../lib/load';
+import { RssSampler } from '../lib/proc';
+import type { ScenarioResult } from '../lib/report';
+import { seedQuotaStream } from '../lib/seed';
+import { log, round, waitFor } from '../lib/util';
+
+/**
+ * Write path: POST /v1/projects/{p}/vms at 100 concurrent clients, one HCP process with every role
+ * (its worker runs the jobs these requests start, with the zero-latency simulator, while the load
+ * runs). All requests go to one new project, as the DESIGN.md number states it. With the full sizes two
+ * more runs: the same load spread over 100 projects (to tell per-project costs from the rest), and into
+ * a project whose quota stream already holds 2,000 reservations (a project with 2,000 VMs).
+ */
+export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
+  const { sizes } = ctx;
+  const db = await ctx.database();
+  const { hcp, stop } = await ctx.hcp('write', { databaseUrl: db.url });
+  const client = new Client({ connectionString: db.url });
+  await client.connect();
+  const details: Record<string, unknown> = {};
+  try {
+    const headers = { authorization: `Bearer ${hcp.token({ bench: 'admin' })}` };
+    const spec: LoadSpec = { url: hcp.baseUrl, method: 'POST', path: '/v1/projects/bench/vms', body: createBody(), headers, connections: 100, durationS: sizes.writeS };
+    await runLoad({ ...spec, connections: 10, durationS: sizes.warmupS });
+    hcp.rss.beginWindow();
+    log(`write: HCP, 100 clients, one project, ${sizes.writeS} s`);
+    const one = await ctx.measure(hcp, 'write-one-project', () => runLoad(spec));
+    details.hcpOneProject = { ...one, peakRssMb: round(hcp.rss.peakMb()) };
+    let spread: LoadResult | null = null;
+    if (sizes.writeSpread) {
+      const drained = await waitForJobsDrained(client, 1, sizes.drainTimeoutS);
+      details.drainAfterOneProject = drained;
+      log(`write: HCP, 100 clients over 100 projects, ${sizes.writeS} s`);
+      const spreadHeaders = { authorization: `Bearer ${hcp.token(Object.fromEntries(PROJECTS.map((p) => [p, 'admin'])))}` };
+      hcp.rss.beginWindow();
+      spread = await ctx.measure(hcp, 'write-100-projects', () => runLoad({ ...spec, headers: spreadHeaders, path: '/v1/projects/{project}/vms', projects: PROJECTS }));
+      details.hcpSpread = { ...spread, peakRssMb: round(hcp.rss.peakMb()) };
+    }
+    let existing: LoadResult | null = null;
+    if (sizes.writeExistingVms > 0) {
+      await waitForJobsDrained(client, 1, sizes.drainTimeoutS);
+      await seedQuotaStream(client, 'bench-big', sizes.writeExistingVms);
+      // let the quota projections fold the seeded history before measuring
+      await waitFor(
+        'quota projections to catch up',
+        async () => {
+          const { rows } = await client.query(`SELECT count(*)::int AS behind FROM projection_checkpoints WHERE name LIKE 'quota%' AND position < (SELECT max(position) FROM hcp_events WHERE starts_with(stream_id, 'quota-'))`);
+          return rows[0].behind === 0;
+        },
+        120_000,
+        250,
+      ).catch((err: Error) => log(err.message));
+      log(`write: HCP, 100 clients, one project holding ${sizes.writeExistingVms.toLocaleString('en-US')} VMs, ${sizes.writeS} s`);
+      const bigHeaders = { authorization: `Bearer ${hcp.token({ 'bench-big': 'admin' })}` };
+      hcp.rss.beginWindow();
+      existing = await ctx.measure(hcp, 'write-big-project', () => runLoad({ ...spec, headers: bigHeaders, path: '/v1/projects/bench-big/vms' }));
+      details.hcpBigProject = { ...existing, peakRssMb: round(hcp.rss.peakMb()) };
+    }
+    const peakRss = hcp.rss.hwmMb();
+    await stop();
+
+    const baseline = await ctx.baseline(db.url);
+    const baselineRss = new RssSampler(baseline.process.pid).start();
+    await runLoad({ ...spec, url: baseline.url, connections: 10, durationS: sizes.warmupS });
+    baselineRss.beginWindow();
+    log(`write: baseline, 100 clients, ${sizes.writeS} s`);
+    const base = await runLoad({ ...spec, url: baseline.url });
+    details.baseline = { ...base, peakRssMb: round(baselineRss.peakMb()) };
+    const baselineHwm = baselineRss.hwmMb();
+    baselineRss.stop();
+    await baseline.stop();
+
+    const scenario = 'write: POST /vms, 100 clients';
+    const rows: ScenarioResult['rows'] = [
+      { scenario, metric: '202s per second', unit: '1/s', hcp: round(one.okPerS), baseline: round(base.okPerS) },
+      { scenario, metric: 'p50', unit: 'ms', hcp: round(one.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
+      { scenario, metric: 'p99', unit: 'ms', hcp: round(one.latencyMs?.p99), baseline: round(base.latencyMs?.p99), target: { op: '<', value: 25 } },
+      { scenario, metric: 'peak RSS', unit: 'MB', hcp: round(peakRss), baseline: round(baselineHwm) },
+    ];
+    const non202 = one.requests - one.ok;
+    if (non202 > 0) rows[0]!.note = `${non202} non-2xx: ${JSON.stringify(one.statusCounts)}`;
+    if (spread) {
+      const s = 'write: POST /vms, 100 clients, 100 projects';
+      rows.push(
+        { scenario: s, metric: '202s per second', unit: '1/s', hcp: round(spread.okPerS), baseline: round(base.okPerS) },
+        { scenario: s, metric: 'p50', unit: 'ms', hcp: round(spread.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
+        { scenario: s, metric: 'p99', unit: 'ms', hcp: round(spread.latencyMs?.p99), baseline: round(base.latencyMs?.p99), target: { op: '<', value: 25 } },
+      );
+    }
+    if (existing) {
+      const s = `write: POST /vms, 100 clients, project holding ${sizes.writeExistingVms.toLocaleString('en-US')} VMs`;
+      rows.push(
+        { scenario: s, metric: '202s per second', unit: '1/s', hcp: round(existing.okPerS), baseline: round(base.okPerS) },
+        { scenario: s, metric: 'p50', unit: 'ms', hcp: round(existing.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
+        { scenario: s, metric: 'p99', unit: 'ms', hcp: round(existing.latencyMs?.p99), baseline: round(base.latencyMs?.p99), target: { op: '<', value: 25 } },
+      );
+      const bad = existing.requests - existing.ok;
+      if (bad) rows[rows.length - 3]!.note = `${bad} non-2xx: ${JSON.stringify(existing.statusCounts)}`;
+    }
+    return { name: 'write', rows, details };
+  } finally {
+    await client.end();
+    await stop();
+  }
+}
