@@ -64,11 +64,6 @@ export class CatalogService {
     return { resources, placement: place(zone.spec.policy, candidates, { zone: zone.id, resources }) };
   }
 
-  /** What the clusters of a VM's zone offer for an action on it: its own cluster's capabilities. */
-  async vmClusterCapabilities(providerId: string, clusterId: string): Promise<Capabilities> {
-    return this.drivers.clusterCapabilities(providerId, clusterId);
-  }
-
   private async zoneCapabilities(clusterIds: string[]): Promise<Capabilities[]> {
     const clusters = (await this.ops.list('cluster', { ids: clusterIds })).filter((c) => c.spec.enabled);
     return Promise.all(clusters.map((c) => this.drivers.clusterCapabilities(c.spec.provider_id, c.id)));

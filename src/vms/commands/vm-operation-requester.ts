@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { capabilitiesForAction, decideVm, HcpError, jobQueuedFor, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
-import { CatalogService } from '../../catalog/catalog.service';
+import { DriverRegistry } from '../../providers/driver-registry';
 import { eventContext } from '../../eventing/event-context';
 import { JobRepository } from '../../jobs/job.repository';
 import { idsFor, JobAccepted, RequestContext } from '../request-context';
@@ -17,7 +17,7 @@ export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
     private readonly jobs: JobRepository,
-    private readonly catalog: CatalogService,
+    private readonly drivers: DriverRegistry,
   ) {}
 
   async request(projectId: string, vmId: string, ctx: RequestContext, command: (jobId: string) => OperationCommand): Promise<JobAccepted> {
@@ -44,7 +44,7 @@ export class VmOperationRequester {
     if (required.length === 0) return;
     const { state } = await this.vms.load(vmId);
     if (!state || state.project_id !== projectId || state.status === 'deleted') throw notFound('VM');
-    const offered = await this.catalog.vmClusterCapabilities(state.placement.provider_id, state.placement.cluster_id);
+    const offered = await this.drivers.clusterCapabilities(state.placement.provider_id, state.placement.cluster_id);
     const missing = missingCapabilities(offered, { flags: required });
     if (missing.length) throw new HcpError('FEATURE_NOT_SUPPORTED', `the VM's zone does not support ${missing.join(', ')}`, { missing });
   }
