@@ -117,7 +117,9 @@ describe('request validation (Proxmox 400 answers)', () => {
   });
 
   it('accepts JSON bodies with real booleans', async () => {
-    await call('POST', '/nodes/pve1/qemu', { params: { vmid: '990', name: 'json-test', memory: '512' } });
+    const created = await call('POST', '/nodes/pve1/qemu', { params: { vmid: '990', name: 'json-test', memory: '512' } });
+    // The create task holds `lock: create` until it stops; a config write before that is refused like Proxmox does.
+    expect((await waitTask('pve1', created.body!.data as string)).exitstatus).toBe('OK');
     const a = await call('PUT', '/nodes/pve1/qemu/990/config', { json: { onboot: true, cores: 2 } });
     expect(a.status).toBe(200);
     expect(sim.getVm(990)!.config).toMatchObject({ onboot: '1', cores: '2' });
@@ -278,8 +280,8 @@ describe('cluster behaviour', () => {
   });
 
   it('answers Proxmox’s synchronous refusals: running VM destroy, start of a running VM, missing VM, shrinking', async () => {
-    await call('POST', '/nodes/pve1/qemu', { params: { vmid: '991', name: 'sync-test', memory: '512', scsi0: 'local-lvm:4' } });
-    await new Promise((r) => setTimeout(r, 50));
+    const created = await call('POST', '/nodes/pve1/qemu', { params: { vmid: '991', name: 'sync-test', memory: '512', scsi0: 'local-lvm:4' } });
+    await waitTask('pve1', created.body!.data as string);
     const start = await call('POST', '/nodes/pve1/qemu/991/status/start');
     await waitTask('pve1', start.body!.data as string);
     const again = await call('POST', '/nodes/pve1/qemu/991/status/start');
