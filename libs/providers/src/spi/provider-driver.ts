@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { Capabilities, ConsoleType } from '@hcp/domain';
 
 /**
@@ -49,14 +50,17 @@ export interface VmDescription {
   provider_ref: ProviderRef;
 }
 
-export interface ConsoleTicket {
-  type: ConsoleType;
-  /** Where HCP's proxy connects; never handed to a tenant. */
-  host: string;
-  port: number;
-  /** Provider secret for the console (VNC password, ticket); never leaves HCP. */
-  secret: string;
-  expires_at: Date;
+/**
+ * A live console on the provider, already connected: HCP's console proxy speaks RFB over `stream`
+ * (it authenticates to the provider with `rfb_password` and relays from ClientInit on). Provider
+ * tickets and passwords stay inside this object and never leave HCP.
+ */
+export interface ProviderConsole {
+  protocol: 'rfb';
+  /** Bytes to and from the provider's RFB server (a websocket, a TCP socket, an in-process server). */
+  stream: Duplex;
+  /** The VNC password the provider's RFB server asks for; undefined when it offers security type None. */
+  rfb_password?: string;
 }
 
 /** Context of one call: the job's deadline and an abort signal fired when the lease is lost. */
@@ -80,7 +84,11 @@ export interface ProviderDriver {
   deleteVm(hcpId: string, ctx: CallContext): Promise<void>;
   /** Describes the VM, or returns null when the provider has no VM with this HCP id. */
   describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null>;
-  openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ConsoleTicket>;
+  /**
+   * Opens a fresh console to a running VM (a new provider ticket every time). FEATURE_NOT_SUPPORTED for
+   * a type the driver lacks, CONFLICT when the VM is not running, NOT_FOUND when it is gone.
+   */
+  openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ProviderConsole>;
   /** Reaches the provider with the configured endpoint, TLS and credentials; throws the taxonomy error. */
   checkConnectivity(ctx: CallContext): Promise<void>;
   close?(): Promise<void>;
