@@ -1,18 +1,18 @@
 import { EntityManager } from 'typeorm';
-import { AuditJobInfo, AuditRecord, auditRecordOf, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX, JobQueued, REQUEST_STREAM_PREFIX } from '@hcp/domain';
+import { AuditJobInfo, AuditRecord, auditRecordOf, BREAK_GLASS_STREAM_PREFIX, CONSOLE_SESSION_STREAM_PREFIX, JOB_STREAM_PREFIX, JobQueued, REQUEST_STREAM_PREFIX } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { RebuildableProjection } from '../runner/projection-rebuild';
 import { AuditSink } from './audit-sink';
 
 /**
- * The audit trail: request facts, break-glass uses and job steps become audit records in `audit_log`
+ * The audit trail: request facts, break-glass uses, job steps and console sessions become audit records in `audit_log`
  * and go to the sink (Kafka) before the checkpoint moves, so a crash or a broker outage delays records
  * but loses none (a retried batch is published again: at least once, de-duplicated by event_id).
  */
 export class AuditProjection implements RebuildableProjection {
   readonly name = 'audit';
   readonly tables = ['audit_log', 'audit_jobs'];
-  readonly streamPrefixes = [REQUEST_STREAM_PREFIX, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX];
+  readonly streamPrefixes = [REQUEST_STREAM_PREFIX, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX, CONSOLE_SESSION_STREAM_PREFIX];
 
   constructor(private readonly sink: AuditSink) {}
 

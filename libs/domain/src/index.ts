@@ -16,3 +16,5 @@ export * from './quota/quota.state-machine';
 export * from './security/request.events';
 export * from './audit/audit-record';
 export * from './audit/metering-record';
+export * from './console/console-session.events';
+export * from './console/console-session.state-machine';

@@ -1,3 +1,4 @@
+import { CONSOLE_SESSION_EVENT_VERSIONS, ConsoleSessionEvent } from '../console/console-session.events';
 import { JOB_EVENT_VERSIONS, JobEvent } from '../job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from '../ops/ops-resources';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent } from '../quota/quota.events';
@@ -6,12 +7,12 @@ import { SECURITY_EVENT_VERSIONS, SecurityEvent } from '../security/security.eve
 import { VM_EVENT_VERSIONS, VmEvent } from '../vm/vm.events';
 import { UpcasterRegistry } from './upcasters';
 
-export type HcpEvent = VmEvent | JobEvent | SecurityEvent | OpsResourceEvent | QuotaEvent | RequestEvent;
+export type HcpEvent = VmEvent | JobEvent | SecurityEvent | OpsResourceEvent | QuotaEvent | RequestEvent | ConsoleSessionEvent;
 
 /**
  * The upcasters of every HCP event type. All types are at version 1 in this release; a change of shape
  * registers its step here, e.g. `.register('VmStarted', 1, (d) => ({ ...d, new_field: null }))`.
  */
 export function createHcpUpcasters(): UpcasterRegistry {
-  return new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...OPS_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS, ...REQUEST_EVENT_VERSIONS });
+  return new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...OPS_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS, ...REQUEST_EVENT_VERSIONS, ...CONSOLE_SESSION_EVENT_VERSIONS });
 }

@@ -1,0 +1,61 @@
+import type { ConsoleType } from '../ops/capabilities';
+import { DomainEvent } from '../events/domain-event';
+
+/** What every console event names, so the audit mapping needs nothing but the event itself. */
+interface ConsoleSessionRef {
+  session_id: string;
+  project_id: string;
+  vm_id: string;
+}
+
+/**
+ * A tenant opened a console session. Only the token's SHA-256 is kept: the token itself exists in the
+ * one answer that created the session and nowhere else. `opened_by` owns the session: whoever presents
+ * the token later acts on that principal's behalf, and the audit trail says so.
+ */
+export type ConsoleSessionOpened = DomainEvent<
+  'ConsoleSessionOpened',
+  ConsoleSessionRef & { type: ConsoleType; token_sha256: string; connect_by: string; max_duration_ms: number; opened_by: string }
+>;
+/** The token was used, once: from here on no connection can use it again. */
+export type ConsoleSessionConnected = DomainEvent<'ConsoleSessionConnected', ConsoleSessionRef & { ends_by: string }>;
+
+export const CONSOLE_CLOSE_REASONS = [
+  'client_closed',
+  'provider_closed',
+  'session_expired',
+  'vm_not_running',
+  'provider_failed',
+  'instance_stopped',
+] as const;
+export type ConsoleCloseReason = (typeof CONSOLE_CLOSE_REASONS)[number];
+
+/** The connection ended; `bytes_*` count what HCP relayed after the handshake. */
+export type ConsoleSessionClosed = DomainEvent<
+  'ConsoleSessionClosed',
+  ConsoleSessionRef & { reason: ConsoleCloseReason; bytes_to_client: number; bytes_to_provider: number }
+>;
+
+export const CONSOLE_REFUSAL_REASONS = ['token_invalid', 'token_used', 'token_expired'] as const;
+export type ConsoleRefusalReason = (typeof CONSOLE_REFUSAL_REASONS)[number];
+
+/** A connection attempt was turned away before reaching the provider; the session is unchanged. */
+export type ConsoleSessionRefused = DomainEvent<'ConsoleSessionRefused', ConsoleSessionRef & { reason: ConsoleRefusalReason }>;
+
+export type ConsoleSessionEvent = ConsoleSessionOpened | ConsoleSessionConnected | ConsoleSessionClosed | ConsoleSessionRefused;
+export type ConsoleSessionEventType = ConsoleSessionEvent['type'];
+
+export const CONSOLE_SESSION_EVENT_VERSIONS: Record<ConsoleSessionEventType, number> = {
+  ConsoleSessionOpened: 1,
+  ConsoleSessionConnected: 1,
+  ConsoleSessionClosed: 1,
+  ConsoleSessionRefused: 1,
+};
+
+/** One stream per console session. */
+export const CONSOLE_SESSION_STREAM_PREFIX = 'console-';
+export const consoleSessionStreamId = (sessionId: string) => `${CONSOLE_SESSION_STREAM_PREFIX}${sessionId}`;
+
+export function consoleSessionEvent<T extends ConsoleSessionEvent>(type: T['type'], data: T['data']): T {
+  return { type, version: CONSOLE_SESSION_EVENT_VERSIONS[type], data } as T;
+}
