@@ -3,3 +3,4 @@ export * from './simulator/simulator-state';
 export * from './simulator/simulator-faults';
 export * from './simulator/simulator.driver';
 export * from './proxmox';
+export * from './rfb';
