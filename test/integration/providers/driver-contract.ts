@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { HcpError } from '@hcp/domain';
-import type { CallContext, CreateVmSpec, ProviderDriver } from '@hcp/providers';
+import type { Duplex } from 'node:stream';
+import { StreamByteReader, connectRfbServer, type CallContext, type CreateVmSpec, type ProviderConsole, type ProviderDriver } from '@hcp/providers';
 
 export interface DriverContractHarness {
   /** The driver under test. Read it at each call: fault injection may swap it. */
@@ -36,6 +37,27 @@ export async function caught(promise: Promise<unknown>): Promise<HcpError> {
     throw err;
   }
   throw new Error('expected the call to fail');
+}
+
+/** Completes the RFB handshake with the console's password, sends ClientInit and reads ServerInit. */
+export async function readServerInit(console: ProviderConsole): Promise<{ width: number; height: number; name: string }> {
+  await connectRfbServer(console.stream, { password: console.rfb_password, timeoutMs: 10_000 });
+  const reader = new StreamByteReader(console.stream);
+  console.stream.write(Buffer.from([1]));
+  const init = await reader.read(24);
+  const name = (await reader.read(init.readUInt32BE(20))).toString('utf8');
+  reader.release();
+  return { width: init.readUInt16BE(0), height: init.readUInt16BE(2), name };
+}
+
+/** Resolves when the stream is closed (reading whatever still arrives). */
+export function closedStream(stream: Duplex): Promise<void> {
+  if (stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('close', () => resolve());
+    stream.on('error', () => undefined);
+    stream.resume();
+  });
 }
 
 export function describeDriverContract(name: string, setup: () => Promise<DriverContractHarness>): void {
@@ -163,6 +185,33 @@ export function describeDriverContract(name: string, setup: () => Promise<Driver
       expect((await caught(h.driver.stopVm(id, false, op()))).code).toBe('NOT_FOUND');
       expect((await caught(h.driver.rebootVm(id, false, op()))).code).toBe('NOT_FOUND');
       expect(await h.driver.describeVm(id, op())).toBeNull();
+    });
+
+    it('opens a console to a running VM that speaks RFB and accepts the password it came with', async () => {
+      const type = h.driver.capabilities().console_types.find((t) => t === 'vnc' || t === 'webconsole');
+      const spec = h.spec();
+      await h.driver.createVm(spec, op());
+      if (!type) {
+        expect((await caught(h.driver.openConsole(spec.hcp_id, 'vnc', op()))).code).toBe('FEATURE_NOT_SUPPORTED');
+      } else {
+        const console = await h.driver.openConsole(spec.hcp_id, type, op());
+        expect(console.protocol).toBe('rfb');
+        const init = await readServerInit(console);
+        expect(init.width).toBeGreaterThan(0);
+        expect(init.height).toBeGreaterThan(0);
+        console.stream.destroy();
+      }
+      await h.driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('refuses a console to a stopped VM with CONFLICT and to an unknown one with NOT_FOUND', async () => {
+      const type = h.driver.capabilities().console_types[0];
+      if (!type) return;
+      const spec = h.spec({ power_on: false });
+      await h.driver.createVm(spec, op());
+      expect((await caught(h.driver.openConsole(spec.hcp_id, type, op()))).code).toBe('CONFLICT');
+      expect((await caught(h.driver.openConsole(`vm-${randomUUID()}`, type, op()))).code).toBe('NOT_FOUND');
+      await h.driver.deleteVm(spec.hcp_id, op());
     });
 
     it('refuses a call whose deadline has passed with PROVIDER_TIMEOUT', async () => {

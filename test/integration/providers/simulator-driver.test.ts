@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { HcpError } from '@hcp/domain';
 import {
+  connectRfbServer,
   SimulatorDriver,
   SimulatorFaults,
   SimulatorState,
@@ -11,6 +12,7 @@ import {
   type CreateVmSpec,
   type SimulatorLatency,
 } from '@hcp/providers';
+import { closedStream, readServerInit } from './driver-contract';
 
 const DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
 // A schema of its own per run, so parallel test files and leftovers from a crashed run never collide.
@@ -362,20 +364,88 @@ describe('SimulatorDriver on PostgreSQL', () => {
     }
   });
 
-  it('reports no console yet', async () => {
-    const d = driver();
-    expect(d.capabilities()).toEqual({
-      console_types: [],
-      reboot: true,
-      graceful_stop: true,
-      snapshots: false,
-      resize: false,
-      guest_agent_addresses: true,
-      provider_tags: false,
+  describe('consoles', () => {
+    it('offers vnc and webconsole consoles', () => {
+      expect(driver().capabilities()).toEqual({
+        console_types: ['vnc', 'webconsole'],
+        reboot: true,
+        graceful_stop: true,
+        snapshots: false,
+        resize: false,
+        guest_agent_addresses: true,
+        provider_tags: false,
+      });
     });
-    const err = await caught(d.openConsole('vm-any', 'vnc', ctx()));
-    expect(err.code).toBe('FEATURE_NOT_SUPPORTED');
-    expect(err.details).toEqual({ capability: 'console' });
+
+    it('opens an RFB console that asks for its fresh password and shows the VM', async () => {
+      const d = driver();
+      const s = spec({ name: 'desk-1' });
+      await d.createVm(s, ctx());
+      const first = await d.openConsole(s.hcp_id, 'vnc', ctx());
+      const second = await d.openConsole(s.hcp_id, 'webconsole', ctx());
+      expect(first.rfb_password).toEqual(expect.any(String));
+      expect(first.rfb_password).not.toBe(second.rfb_password);
+      expect(await readServerInit(first)).toEqual({ width: 320, height: 200, name: 'desk-1' });
+      expect(d.openConsoleCount(s.hcp_id)).toBe(2);
+      // Another call's password does not open this one.
+      await expect(connectRfbServer(second.stream, { password: first.rfb_password, timeoutMs: 5000 })).rejects.toMatchObject({ reason: 'auth_failed' });
+      first.stream.destroy();
+      await closedStream(second.stream);
+    });
+
+    it('refuses console types it lacks, naming the capability', async () => {
+      const d = driver();
+      const s = spec();
+      await d.createVm(s, ctx());
+      for (const type of ['spice', 'rdp'] as const) {
+        const err = await caught(d.openConsole(s.hcp_id, type, ctx()));
+        expect(err.code).toBe('FEATURE_NOT_SUPPORTED');
+        expect(err.details).toEqual({ capability: 'console', console_type: type });
+      }
+    });
+
+    it('answers NOT_FOUND for an unknown VM and CONFLICT for a stopped one', async () => {
+      const d = driver();
+      expect((await caught(d.openConsole(`vm-${randomUUID()}`, 'vnc', ctx()))).code).toBe('NOT_FOUND');
+      const s = spec({ power_on: false });
+      await d.createVm(s, ctx());
+      const err = await caught(d.openConsole(s.hcp_id, 'vnc', ctx()));
+      expect(err.code).toBe('CONFLICT');
+      expect(err.details).toEqual({ power_state: 'stopped' });
+    });
+
+    it('honours injected faults like every operation', async () => {
+      const d = driver({ faults: 'console=fail:PROVIDER_UNAVAILABLE' });
+      const err = await caught(d.openConsole(`vm-${randomUUID()}`, 'vnc', ctx()));
+      expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+      expect((await caught(driver().openConsole('vm-any', 'vnc', ctx(-1)))).code).toBe('PROVIDER_TIMEOUT');
+    });
+
+    it('closes the console when the VM is stopped or deleted through the driver', async () => {
+      const d = driver();
+      const s = spec();
+      await d.createVm(s, ctx());
+      const beforeStop = await d.openConsole(s.hcp_id, 'vnc', ctx());
+      await readServerInit(beforeStop);
+      await d.stopVm(s.hcp_id, true, ctx());
+      await closedStream(beforeStop.stream);
+      await d.startVm(s.hcp_id, ctx());
+      const beforeDelete = await d.openConsole(s.hcp_id, 'vnc', ctx());
+      await d.deleteVm(s.hcp_id, ctx());
+      await closedStream(beforeDelete.stream);
+      expect(d.openConsoleCount(s.hcp_id)).toBe(0);
+    });
+
+    it('closes the console when another process stops the VM', async () => {
+      const d = new SimulatorDriver({ state, latency: INSTANT, faults: SimulatorFaults.parse(''), clusterId: CLUSTER, providerId: PROVIDER, consoleWatchMs: 20 });
+      const s = spec();
+      await d.createVm(s, ctx());
+      const console = await d.openConsole(s.hcp_id, 'vnc', ctx());
+      await readServerInit(console);
+      await driver().stopVm(s.hcp_id, true, ctx());
+      await closedStream(console.stream);
+      expect(d.openConsoleCount()).toBe(0);
+    });
   });
 
   it('installs its schema idempotently and lists what it holds', async () => {

@@ -4,18 +4,20 @@
  * where it matters to HCP: operations take time, honour the job's deadline and abort signal, can
  * fail on demand, and a create interrupted half-way is found and finished by the next attempt.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { HcpError, conflict, notFound } from '@hcp/domain';
 import type {
   CallContext,
   Capabilities,
-  ConsoleTicket,
   ConsoleType,
   CreateVmSpec,
+  ProviderConsole,
   ProviderDriver,
   VmAddress,
   VmDescription,
 } from '../spi/provider-driver';
+import { createDuplexPair } from '../rfb/duplex-pair';
+import { SimulatorConsoles } from './simulator-consoles';
 import { SimulatorFaults, spendWithinCall, throwIfCallOver, type SimulatorOperation } from './simulator-faults';
 import type { SimulatorState, SimulatorVm } from './simulator-state';
 
@@ -74,11 +76,13 @@ export interface SimulatorDriverOptions {
   providerId: string;
   /** Source for fault probabilities and latency jitter; values in [0, 1). */
   random?: () => number;
+  /** How often an open console checks that its VM still runs (a stop by another process). Default 2 s. */
+  consoleWatchMs?: number;
 }
 
 const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
-  // The console arrives with its own issue; until then the simulator advertises none.
-  console_types: [],
+  // Both are the same in-process RFB server; HCP's console proxy serves them to the tenant.
+  console_types: ['vnc', 'webconsole'] as ConsoleType[],
   reboot: true,
   graceful_stop: true,
   snapshots: false,
@@ -110,6 +114,7 @@ export class SimulatorDriver implements ProviderDriver {
   private readonly clusterId: string;
   private readonly providerId: string;
   private readonly random: () => number;
+  private readonly consoles: SimulatorConsoles;
 
   constructor(options: SimulatorDriverOptions) {
     this.state = options.state;
@@ -118,6 +123,10 @@ export class SimulatorDriver implements ProviderDriver {
     this.clusterId = options.clusterId;
     this.providerId = options.providerId;
     this.random = options.random ?? Math.random;
+    this.consoles = new SimulatorConsoles({
+      watchMs: options.consoleWatchMs ?? 2000,
+      isRunning: async (hcpId) => (await this.state.findByHcpId(hcpId))?.power_state === 'running',
+    });
   }
 
   capabilities(): Capabilities {
@@ -191,7 +200,9 @@ export class SimulatorDriver implements ProviderDriver {
     const vm = await this.requireReady(hcpId);
     if (vm.power_state === 'stopped') return this.describe(vm);
     await this.step(force ? 'stopForceMs' : 'stopGracefulMs', ctx, force ? 'power off' : 'shutdown');
-    return this.describe(await this.setPower(hcpId, 'stopped'));
+    const stopped = await this.setPower(hcpId, 'stopped');
+    this.consoles.closeFor(hcpId);
+    return this.describe(stopped);
   }
 
   async rebootVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
@@ -215,6 +226,7 @@ export class SimulatorDriver implements ProviderDriver {
     if (!vm) return;
     await this.step('deleteMs', ctx, 'delete');
     await this.state.deleteByHcpId(hcpId);
+    this.consoles.closeFor(hcpId);
   }
 
   async checkConnectivity(ctx: CallContext): Promise<void> {
@@ -229,11 +241,28 @@ export class SimulatorDriver implements ProviderDriver {
     return vm ? this.describe(vm) : null;
   }
 
-  async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ConsoleTicket> {
+  /**
+   * A console to the VM: an in-process RFB server asking for VNC authentication with a password
+   * made for this call, on one end of an in-memory pair; HCP gets the other end.
+   */
+  async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ProviderConsole> {
     await this.begin('console', ctx);
-    throw new HcpError('FEATURE_NOT_SUPPORTED', `the simulator does not offer ${type} consoles yet`, {
-      capability: 'console',
-    });
+    if (!CAPABILITIES.console_types.includes(type)) {
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `the simulator offers no ${type} console`, { capability: 'console', console_type: type });
+    }
+    const vm = await this.requireReady(hcpId);
+    if (vm.power_state !== 'running') throw conflict(`VM ${hcpId} is not running`, { power_state: vm.power_state });
+    throwIfCallOver(ctx, 'console');
+    // 8 characters: VNC authentication uses no more of a password.
+    const password = randomBytes(6).toString('base64url');
+    const [providerSide, hcpSide] = createDuplexPair();
+    this.consoles.serve(hcpId, providerSide, password, vm.name);
+    return { protocol: 'rfb', stream: hcpSide, rfb_password: password };
+  }
+
+  /** Open consoles (of one VM, or all): for tests and diagnostics. */
+  openConsoleCount(hcpId?: string): number {
+    return this.consoles.count(hcpId);
   }
 
   /** Common entry of every operation: a call already over does nothing, then faults get their say. */
