@@ -6,6 +6,9 @@
 import https from 'node:https';
 import path from 'node:path';
 import { X509Certificate } from 'node:crypto';
+import { once } from 'node:events';
+import { WebSocket, createWebSocketStream } from 'ws';
+import { StreamByteReader, connectRfbServer } from '@hcp/providers';
 import { generateTlsMaterial } from '../../simulators/proxmox/certificate';
 import { PveSchema, defaultSchemaFile } from '../../simulators/proxmox/pve-schema';
 import { ProxmoxSimulator } from '../../simulators/proxmox/proxmox-simulator';
@@ -59,7 +62,7 @@ async function waitTask(node: string, upid: string): Promise<{ status: string; e
 }
 
 beforeAll(async () => {
-  sim = new ProxmoxSimulator({ latency: { scale: 0.01 }, users: { 'root@pam': PASSWORD } });
+  sim = new ProxmoxSimulator({ latency: { scale: 0.01 }, users: { 'root@pam': PASSWORD }, vncConnectWaitMs: 1500 });
   const started = await sim.start();
   base = started.url;
   ca = started.caPem;
@@ -334,6 +337,163 @@ describe('fault injection', () => {
     expect(sim.getVm(160)).toBeUndefined();
     const log = await call('GET', `/nodes/pve1/tasks/${encodeURIComponent(clone.body!.data as string)}/log`);
     expect(log.body!.data).toEqual([{ n: 1, t: `TASK ERROR: ${st.exitstatus}` }]);
+  });
+});
+
+describe('consoles', () => {
+  let nextVmid = 700;
+
+  async function runningVm(): Promise<number> {
+    const vmid = nextVmid++;
+    sim.addForeignVm(vmid, 'pve1');
+    const start = await call('POST', `/nodes/pve1/qemu/${vmid}/status/start`);
+    expect((await waitTask('pve1', start.body!.data as string)).exitstatus).toBe('OK');
+    return vmid;
+  }
+
+  interface Grant {
+    user: string;
+    ticket: string;
+    port: number;
+    upid: string;
+    cert: string;
+  }
+
+  async function vncProxy(vmid: number, headers?: Record<string, string>): Promise<Grant> {
+    const answer = await call('POST', `/nodes/pve1/qemu/${vmid}/vncproxy`, { params: { websocket: '1' }, ...(headers ? { auth: 'none' as const, headers } : {}) });
+    expect(answer.status).toBe(200);
+    return answer.body!.data as Grant;
+  }
+
+  /** The upgrade: an open websocket, or the HTTP status it was refused with. */
+  function upgrade(vmid: number, query: { port: number; vncticket: string }, headers: Record<string, string> = { Authorization: tokenHeader }): Promise<WebSocket | number> {
+    const q = new URLSearchParams({ port: String(query.port), vncticket: query.vncticket });
+    const ws = new WebSocket(`${base.replace('https:', 'wss:')}/api2/json/nodes/pve1/qemu/${vmid}/vncwebsocket?${q}`, { ca, headers });
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(ws));
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      ws.once('error', reject);
+    });
+  }
+
+  async function rfbServerInit(ws: WebSocket, password: string) {
+    const stream = createWebSocketStream(ws);
+    await connectRfbServer(stream, { password, timeoutMs: 5000 });
+    const reader = new StreamByteReader(stream);
+    stream.write(Buffer.from([1]));
+    const init = await reader.read(24);
+    return { width: init.readUInt16BE(0), name: (await reader.read(init.readUInt32BE(20))).toString() };
+  }
+
+  it('hands out a fresh PVEVNC ticket for the token user, a free port and a running vncproxy task', async () => {
+    const vmid = await runningVm();
+    const a = await vncProxy(vmid);
+    const b = await vncProxy(vmid);
+    expect(a).toEqual({ user: 'test@pve!sim', ticket: expect.stringMatching(/^PVEVNC:[0-9A-F]{8}::/), port: expect.any(Number), upid: expect.stringMatching(/:vncproxy:/), cert: expect.stringContaining('BEGIN CERTIFICATE') });
+    expect(b.ticket).not.toBe(a.ticket);
+    expect(b.port).not.toBe(a.port);
+    expect(a.port).toBeGreaterThanOrEqual(5900);
+    expect(a.port).toBeLessThanOrEqual(5999);
+    expect(((await call('GET', `/nodes/pve1/tasks/${encodeURIComponent(a.upid)}/status`)).body!.data as { status: string }).status).toBe('running');
+  });
+
+  it('serves RFB over the websocket with the ticket as VNC password, and ends the task OK when it closes', async () => {
+    const vmid = await runningVm();
+    const grant = await vncProxy(vmid);
+    const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
+    if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
+    expect(await rfbServerInit(ws, grant.ticket)).toEqual({ width: 320, name: `VM ${vmid}` });
+    expect(sim.openConsoleConnections(vmid)).toBe(1);
+    ws.close();
+    expect(await waitTask('pve1', grant.upid)).toMatchObject({ exitstatus: 'OK' });
+    expect(sim.openConsoleConnections(vmid)).toBe(0);
+  });
+
+  it('refuses the VNC handshake with a wrong password', async () => {
+    const vmid = await runningVm();
+    const grant = await vncProxy(vmid);
+    const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
+    if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
+    await expect(connectRfbServer(createWebSocketStream(ws), { password: 'PVEVNC:0', timeoutMs: 5000 })).rejects.toMatchObject({ reason: 'auth_failed' });
+  });
+
+  it('works with a ticket login too: the cookie identity is the one the VNC ticket is bound to', async () => {
+    const vmid = await runningVm();
+    const login = await call('POST', '/access/ticket', { auth: 'none', params: { username: 'root@pam', password: PASSWORD } });
+    const { ticket, CSRFPreventionToken } = login.body!.data as { ticket: string; CSRFPreventionToken: string };
+    const cookie = { Cookie: `PVEAuthCookie=${encodeURIComponent(ticket)}` };
+    const grant = await vncProxy(vmid, { ...cookie, CSRFPreventionToken });
+    expect(grant.user).toBe('root@pam');
+    // The token user may not use root's VNC ticket.
+    expect(await upgrade(vmid, { port: grant.port, vncticket: grant.ticket })).toBe(401);
+    const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket }, cookie);
+    if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
+    ws.close();
+  });
+
+  it('refuses unauthenticated upgrades with 401 No ticket, and a plain GET with 400', async () => {
+    const vmid = await runningVm();
+    const grant = await vncProxy(vmid);
+    expect(await upgrade(vmid, { port: grant.port, vncticket: grant.ticket }, {})).toBe(401);
+    const plain = await call('GET', `/nodes/pve1/qemu/${vmid}/vncwebsocket`, { params: { port: String(grant.port), vncticket: grant.ticket } });
+    expect(plain.status).toBe(400);
+  });
+
+  it('refuses a wrong ticket, a wrong port, another VM and a ticket used twice', async () => {
+    const vmid = await runningVm();
+    const other = await runningVm();
+    const grant = await vncProxy(vmid);
+    expect(await upgrade(vmid, { port: grant.port, vncticket: `${grant.ticket.slice(0, -4)}AAAA` })).toBe(401);
+    expect(await upgrade(vmid, { port: grant.port === 5999 ? 5998 : grant.port + 1, vncticket: grant.ticket })).toBe(401);
+    expect(await upgrade(other, { port: grant.port, vncticket: grant.ticket })).toBe(401);
+    const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
+    expect(ws).toBeInstanceOf(WebSocket);
+    expect(await upgrade(vmid, { port: grant.port, vncticket: grant.ticket })).toBe(401);
+    (ws as WebSocket).close();
+  });
+
+  it('accepts a ticket only from 20 s before to 40 s after its issue', async () => {
+    const vmid = await runningVm();
+    const late = await vncProxy(vmid);
+    sim.backdateVncTickets(41_000);
+    expect(await upgrade(vmid, { port: late.port, vncticket: late.ticket })).toBe(401);
+    const early = await vncProxy(vmid);
+    sim.backdateVncTickets(-21_000);
+    expect(await upgrade(vmid, { port: early.port, vncticket: early.ticket })).toBe(401);
+  });
+
+  it('refuses vncproxy and the upgrade for a stopped VM, and a VM on another node', async () => {
+    const vmid = nextVmid++;
+    sim.addForeignVm(vmid, 'pve1');
+    const refused = await call('POST', `/nodes/pve1/qemu/${vmid}/vncproxy`, { params: { websocket: '1' } });
+    expect(refused.status).toBe(500);
+    expect(refused.body!.message).toBe(`VM ${vmid} not running\n`);
+    expect((await call('POST', `/nodes/pve2/qemu/${vmid}/vncproxy`)).status).toBe(500);
+    expect(await upgrade(vmid, { port: 5900, vncticket: 'PVEVNC:00000000::x' })).toBe(500);
+  });
+
+  it('ends an unused vncproxy task with "connection timed out"', async () => {
+    const vmid = await runningVm();
+    const grant = await vncProxy(vmid);
+    expect(await waitTask('pve1', grant.upid)).toMatchObject({ exitstatus: 'connection timed out' });
+    expect(await upgrade(vmid, { port: grant.port, vncticket: grant.ticket })).toBe(401);
+  });
+
+  it('closes the websocket when the VM stops', async () => {
+    const vmid = await runningVm();
+    const grant = await vncProxy(vmid);
+    const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
+    if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
+    await rfbServerInit(ws, grant.ticket);
+    const closed = once(ws, 'close');
+    const stop = await call('POST', `/nodes/pve1/qemu/${vmid}/status/stop`);
+    await waitTask('pve1', stop.body!.data as string);
+    await closed;
+    expect(sim.openConsoleConnections(vmid)).toBe(0);
+    expect(sim.validationFailures.filter((f) => f.endpoint.includes('vnc'))).toEqual([]);
   });
 });
 

@@ -12,6 +12,8 @@
  * - Auth: API tokens and tickets (cookie + CSRFPreventionToken on writes), tickets expire.
  * - Faults: errors (5xx, lock messages), slow answers, dropped connections (before or after the work
  *   is done), failed tasks, a VMID stolen between nextid and clone; per method and path, n times.
+ * - Consoles: vncproxy grants a single-use PVEVNC ticket; the vncwebsocket upgrade, as the same identity,
+ *   opens an RFB server that takes the ticket as VNC password (vnc-console.ts).
  * - Inspection for tests: VMs with config and tags, tasks, request log, validation failures.
  *
  * Answers follow pve-http-server: `{"data": ...}`; errors carry the message as reason phrase and in
@@ -22,8 +24,11 @@ import { createHmac, randomBytes, randomUUID, timingSafeEqual, createHash } from
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
 import { generateTlsMaterial, type SimulatorTlsMaterial } from './certificate';
 import { PveSchema, type PveEndpoint } from './pve-schema';
+import { SimVncConsoles } from './vnc-console';
 
 // ---------------------------------------------------------------------------------------------------
 // Options and public types
@@ -122,6 +127,8 @@ export interface ProxmoxSimulatorOptions {
   schemaFile?: string;
   tls?: SimulatorTlsMaterial;
   clusterName?: string;
+  /** How long a vncproxy task waits for its websocket; Proxmox waits 10 s. */
+  vncConnectWaitMs?: number;
 }
 
 export type SimFault =
@@ -352,6 +359,8 @@ export class ProxmoxSimulator {
   private faults: Array<{ id: string; rule: SimFaultRule; seen: number; hits: number }> = [];
   private nextPid = 1000;
 
+  private readonly consoles: SimVncConsoles;
+  private readonly upgrades = new WebSocketServer({ noServer: true });
   readonly requests: SimRequestRecord[] = [];
   readonly validationFailures: SimValidationFailure[] = [];
   readonly stats = { passwordLogins: 0, ticketRenewals: 0, unauthorized: 0, csrfRejected: 0 };
@@ -367,6 +376,10 @@ export class ProxmoxSimulator {
     this.users = new Map(Object.entries(options.users ?? { 'root@pam': 'simulator' }));
     for (const p of options.pools ?? ['hcp']) this.pools.set(p, '');
     for (const t of options.templates ?? DEFAULT_TEMPLATES) this.addTemplate(t);
+    this.consoles = new SimVncConsoles({
+      connectWaitMs: options.vncConnectWaitMs ?? 10_000,
+      desktopName: (vmid) => `VM ${vmid}`,
+    });
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -383,6 +396,9 @@ export class ProxmoxSimulator {
       socket.on('close', () => this.sockets.delete(socket));
     });
     server.on('tlsClientError', () => undefined);
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      void this.handleUpgrade(req, socket, head);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve());
@@ -395,6 +411,7 @@ export class ProxmoxSimulator {
   }
 
   async stop(): Promise<void> {
+    this.consoles.closeAll();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     const server = this.server;
@@ -501,6 +518,21 @@ export class ProxmoxSimulator {
     n.online = online;
   }
 
+  /** Open vncwebsocket connections (of one VM, or all). */
+  openConsoleConnections(vmid?: number): number {
+    return this.consoles.openConnections(vmid);
+  }
+
+  /** Every VNC ticket handed out so far. */
+  vncTickets(): string[] {
+    return this.consoles.tickets();
+  }
+
+  /** Moves the issue time of every VNC ticket `ms` into the past (negative: future), to test its validity window. */
+  backdateVncTickets(ms: number): void {
+    this.consoles.backdate(ms);
+  }
+
   resetLog(): void {
     this.requests.length = 0;
     this.validationFailures.length = 0;
@@ -531,18 +563,8 @@ export class ProxmoxSimulator {
       res.end(body);
     };
     const sendError = async (err: PveError) => {
-      if (err.status === 401) {
-        this.stats.unauthorized++;
-        if (this.options.unauthorizedDelayMs) await this.wait(this.options.unauthorizedDelayMs);
-      }
-      const message = err.message.endsWith('\n') ? err.message : `${err.message}\n`;
-      // The reason phrase is the message's first line; a message with line breaks in its first
-      // line's place is not possible, but a reason must stay on one line.
-      const reason = message.split('\n')[0].replace(/[^\x20-\x7e]/g, ' ') || undefined;
-      const body: Record<string, unknown> = { data: null };
-      if (err.errors) body.errors = err.errors;
-      if (!this.options.legacyErrors) body.message = message;
-      send(err.status, body, reason);
+      const answer = await this.errorAnswer(err);
+      send(err.status, answer.body, answer.reason);
     };
 
     if (!url.pathname.startsWith('/api2/json/')) {
@@ -634,6 +656,88 @@ export class ProxmoxSimulator {
       return;
     }
     send(200, { data: data === undefined ? null : data });
+  }
+
+  /** How Proxmox answers an error: reason phrase = first line of the message, body with message and errors. */
+  private async errorAnswer(err: PveError): Promise<{ reason?: string; body: Record<string, unknown> }> {
+    if (err.status === 401) {
+      this.stats.unauthorized++;
+      if (this.options.unauthorizedDelayMs) await this.wait(this.options.unauthorizedDelayMs);
+    }
+    const message = err.message.endsWith('\n') ? err.message : `${err.message}\n`;
+    // The reason phrase is the message's first line; a reason must stay on one line.
+    const reason = message.split('\n')[0].replace(/[^\x20-\x7e]/g, ' ') || undefined;
+    const body: Record<string, unknown> = { data: null };
+    if (err.errors) body.errors = err.errors;
+    if (!this.options.legacyErrors) body.message = message;
+    return { reason, body };
+  }
+
+  /**
+   * The websocket upgrade of `GET .../vncwebsocket`: the same checks as any call (schema, auth), then
+   * the VNC ticket must have been issued to this identity for this VM and port, recently, and not used.
+   */
+  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => undefined);
+    const url = new URL(req.url ?? '/', 'https://simulator');
+    const record: SimRequestRecord = { method: 'GET', path: url.pathname, status: 0, auth: 'none', csrf: false, params: {}, at: Date.now() };
+    this.requests.push(record);
+    const refuse = async (err: PveError) => {
+      const { reason, body } = await this.errorAnswer(err);
+      record.status = err.status;
+      const text = JSON.stringify(body);
+      socket.end(
+        `HTTP/1.1 ${err.status} ${reason ?? 'Error'}\r\nContent-Type: application/json;charset=UTF-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      );
+    };
+    const rawPath = url.pathname.startsWith('/api2/json/') ? url.pathname.slice('/api2/json'.length) : undefined;
+    const matched = rawPath ? this.schema.match('GET', rawPath) : undefined;
+    if (!rawPath || !matched || matched.endpoint.path !== '/nodes/{node}/qemu/{vmid}/vncwebsocket') {
+      return refuse(new PveError(501, `Method 'GET ${url.pathname}' not implemented (no websocket here)`));
+    }
+    record.endpoint = matched.endpoint.path;
+    const faults = this.takeFaults('GET', rawPath, matched.endpoint.path);
+    if (faults.some((f) => f.kind === 'delay' && f.ms === Infinity)) return;
+    for (const f of faults) if (f.kind === 'delay') await this.wait(f.ms);
+    if (faults.some((f) => f.kind === 'drop' || f.kind === 'drop-after')) {
+      record.status = -1;
+      socket.destroy();
+      return;
+    }
+    const injected = faults.find((f) => f.kind === 'error') as Extract<SimFault, { kind: 'error' }> | undefined;
+    if (injected) return refuse(new PveError(injected.status, injected.message, injected.errors));
+
+    const params: Record<string, unknown> = { ...Object.fromEntries(url.searchParams), ...matched.pathParams };
+    record.params = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, k === 'vncticket' ? '***' : v]));
+    let user: string;
+    try {
+      const auth = this.authenticate(req, 'GET', matched.endpoint);
+      user = auth.user;
+      record.auth = auth.kind;
+    } catch (err) {
+      if (err instanceof PveError) return refuse(err);
+      throw err;
+    }
+    const errors = this.schema.validate(matched.endpoint, params, 'form');
+    if (Object.keys(errors).length > 0) {
+      this.validationFailures.push({ method: 'GET', endpoint: matched.endpoint.path, errors });
+      return refuse(new PveError(400, 'Parameter verification failed.', errors));
+    }
+    const p = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)]));
+    let grant;
+    try {
+      const vm = this.vmOn(p.node, p.vmid);
+      if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);
+      grant = this.consoles.redeem(p.vncticket, user, vm.vmid, Number(p.port));
+      if (!grant) throw new PveError(401, 'permission denied - invalid vnc ticket');
+    } catch (err) {
+      if (err instanceof PveError) return refuse(err);
+      throw err;
+    }
+    const accepted = grant;
+    record.status = 101;
+    this.upgrades.handleUpgrade(req, socket, head, (ws) => this.consoles.attach(accepted, ws));
   }
 
   private takeFaults(method: string, rawPath: string, template: string): SimFault[] {
@@ -816,7 +920,8 @@ export class ProxmoxSimulator {
       case 'POST /nodes/{node}/qemu/{vmid}/termproxy':
         return this.termProxy(c);
       case 'GET /nodes/{node}/qemu/{vmid}/vncwebsocket':
-        throw new PveError(400, 'the vncwebsocket call must be a WebSocket upgrade (not simulated)');
+        // pveproxy answers a plain GET with a parameter error: the call only works as an upgrade.
+        throw new PveError(400, 'Parameter verification failed.', { upgrade: 'vncwebsocket needs a WebSocket upgrade' });
       case 'POST /nodes/{node}/qemu/{vmid}/spiceproxy':
         return this.spiceProxy(c);
       case 'PUT /nodes/{node}/qemu/{vmid}/resize':
@@ -1116,6 +1221,7 @@ export class ProxmoxSimulator {
         return;
       }
       this.vms.delete(vm.vmid);
+      this.consoles.closeForVm(vm.vmid);
     }, { flock: vm, onStart: () => (vm.config.lock = 'destroyed') });
   }
 
@@ -1239,14 +1345,20 @@ export class ProxmoxSimulator {
 
   private vncProxy(c: RequestContext): unknown {
     const vm = this.vmOn(c.params.node, c.params.vmid);
-    const port = 5900 + (vm.vmid % 100);
-    const ticket = `PVEVNC:${hex(Math.floor(Date.now() / 1000))}::${randomBytes(24).toString('base64')}`;
-    const upid = this.startTask(c, vm.node, 'vncproxy', String(vm.vmid), 10_000, () => undefined, { unscaled: true });
+    if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);
+    const task = this.openTask(c, vm.node, 'vncproxy', String(vm.vmid));
+    const grant = this.consoles.issue(c.user, vm.node, vm.vmid, (exit) => {
+      if (task.status === 'running') this.endTask(task, exit);
+    });
+    if (!grant) {
+      this.endTask(task, 'unable to find free port (5900-5999)');
+      throw new PveError(500, 'unable to find free port (5900-5999)');
+    }
     return {
       user: c.user,
-      ticket,
-      port,
-      upid,
+      ticket: grant.ticket,
+      port: grant.port,
+      upid: task.upid,
       cert: this.tlsMaterial?.certPem ?? '',
       ...(c.params['generate-password'] === '1' ? { password: randomBytes(6).toString('base64').slice(0, 8) } : {}),
     };
@@ -1315,12 +1427,8 @@ export class ProxmoxSimulator {
     finish: (task: { failed: boolean; exit: string }) => void,
     options: { flock?: SimVm; onStart?: () => void; unscaled?: boolean } = {},
   ): string {
-    const now = Date.now();
-    const pid = this.nextPid++;
-    const starttime = Math.floor(now / 1000);
-    const upid = `UPID:${node}:${hex(pid)}:${hex(pid * 7 + 100_000)}:${hex(starttime)}:${type}:${id}:${c.user || 'root@pam'}:`;
-    const task: SimTask = { upid, node, pid, pstart: pid * 7 + 100_000, starttime, type, id, user: c.user || 'root@pam', status: 'running', log: [] };
-    this.tasks.set(upid, task);
+    const task = this.openTask(c, node, type, id);
+    const upid = task.upid;
     const vm = options.flock;
     if (vm) {
       if (vm.flock && this.tasks.get(vm.flock)?.status === 'running') {
@@ -1346,6 +1454,17 @@ export class ProxmoxSimulator {
       this.endTask(task, outcome.failed ? outcome.exit : 'OK');
     });
     return upid;
+  }
+
+  /** A running task that ends when its owner calls endTask. */
+  private openTask(c: RequestContext, node: string, type: string, id: string): SimTask {
+    const pid = this.nextPid++;
+    const starttime = Math.floor(Date.now() / 1000);
+    const user = c.user || 'root@pam';
+    const upid = `UPID:${node}:${hex(pid)}:${hex(pid * 7 + 100_000)}:${hex(starttime)}:${type}:${id}:${user}:`;
+    const task: SimTask = { upid, node, pid, pstart: pid * 7 + 100_000, starttime, type, id, user, status: 'running', log: [] };
+    this.tasks.set(upid, task);
+    return task;
   }
 
   private endTask(task: SimTask, exit: string): void {
@@ -1435,6 +1554,7 @@ export class ProxmoxSimulator {
   }
 
   private haltVm(vm: SimVm): void {
+    this.consoles.closeForVm(vm.vmid);
     vm.running = false;
     vm.paused = false;
     vm.startedAt = undefined;
