@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { createLocalJWKSet, createRemoteJWKSet, errors, JSONWebKeySet, JWTPayload, jwtVerify, JWTVerifyGetKey } from 'jose';
 import { HcpError } from '@hcp/domain';
 import { Principal, principalFromClaims } from './principal';
+import { VerifiedTokenCache, VerifiedTokenCacheOptions } from './verified-token-cache';
 
 /** Where verification keys come from. */
 export type KeySource =
@@ -16,7 +17,17 @@ export interface TokenVerifierOptions {
   clockSkewSeconds: number;
   /** HS256 shared secret, accepted only when dev mode is explicitly on. */
   devHs256Secret?: string;
+  /** Remembered verifications (defaults below); `maxEntries: 0` verifies every request afresh. */
+  cache?: Partial<Omit<VerifiedTokenCacheOptions, 'now'>>;
+  /** The time the checks and the cache go by (tests); the system clock otherwise. */
+  now?: () => number;
 }
+
+/**
+ * A minute: a token signed by a key withdrawn from the JWKS stays accepted at most that long (jose
+ * trusts a fetched JWKS for ten). 5,000 tokens of ~1 KB bound the memory at a few MB.
+ */
+export const VERIFIED_TOKEN_CACHE_DEFAULTS = { maxEntries: 5_000, maxAgeMs: 60_000 } as const;
 
 /** Asymmetric algorithms only: a token cannot pick `none`, or HS256 keyed with a public key. */
 const ASYMMETRIC = ['RS256', 'ES256'];
@@ -29,16 +40,34 @@ const ASYMMETRIC = ['RS256', 'ES256'];
 export class TokenVerifier {
   private readonly getKey: JWTVerifyGetKey;
   private readonly hs256: Uint8Array | null;
+  private readonly verified: VerifiedTokenCache;
 
   constructor(private readonly options: TokenVerifierOptions) {
     this.getKey = keyResolver(options.keys);
     this.hs256 = options.devHs256Secret ? new TextEncoder().encode(options.devHs256Secret) : null;
+    this.verified = new VerifiedTokenCache({ ...VERIFIED_TOKEN_CACHE_DEFAULTS, ...options.cache, ...(options.now ? { now: options.now } : {}) });
   }
 
   async verify(token: string): Promise<Principal> {
+    const known = this.verified.get(token);
+    if (known) return known;
+    const { principal, exp } = await this.verifyAfresh(token);
+    // Only here, after every check passed: a refused token is never remembered, so it is refused again
+    // by the full verification (and a token becoming valid at its `nbf` is then accepted).
+    this.verified.set(token, principal, exp);
+    return principal;
+  }
+
+  private async verifyAfresh(token: string): Promise<{ principal: Principal; exp: number }> {
     let payload: JWTPayload;
     try {
-      const common = { issuer: this.options.issuer, audience: this.options.audience, clockTolerance: this.options.clockSkewSeconds, requiredClaims: ['exp', 'sub'] };
+      const common = {
+        issuer: this.options.issuer,
+        audience: this.options.audience,
+        clockTolerance: this.options.clockSkewSeconds,
+        requiredClaims: ['exp', 'sub'],
+        ...(this.options.now ? { currentDate: new Date(this.options.now()) } : {}),
+      };
       if (this.hs256 && headerAlg(token) === 'HS256') {
         ({ payload } = await jwtVerify(token, this.hs256, { ...common, algorithms: ['HS256'] }));
       } else {
@@ -51,7 +80,8 @@ export class TokenVerifier {
     }
     const principal = principalFromClaims(payload as Record<string, unknown>);
     if (!principal) throw unauthorized();
-    return principal;
+    // `exp` is a required claim and jose checked it is a number.
+    return { principal, exp: payload.exp as number };
   }
 }
 

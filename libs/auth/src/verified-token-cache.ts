@@ -1,0 +1,66 @@
+import { Principal } from './principal';
+
+export interface VerifiedTokenCacheOptions {
+  /** Bound on remembered tokens; the least recently used is forgotten first. */
+  maxEntries: number;
+  /**
+   * Longest time a verification is trusted without redoing it. Bounds how long a token signed by a key
+   * withdrawn from the JWKS stays accepted (jose's own JWKS cache already trusts a fetched set for longer).
+   */
+  maxAgeMs: number;
+  now?: () => number;
+}
+
+interface Entry {
+  principal: Principal;
+  validUntil: number;
+}
+
+/**
+ * Principals of tokens that passed verification, keyed by the exact token string: a client sends the
+ * same token on every request, and an RS256 check per request costs more than the read it guards.
+ * Only successes are stored (see TokenVerifier), and an entry never outlives its token's `exp`.
+ */
+export class VerifiedTokenCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly now: () => number;
+
+  constructor(private readonly options: VerifiedTokenCacheOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get(token: string): Principal | undefined {
+    const entry = this.entries.get(token);
+    if (!entry) return undefined;
+    this.entries.delete(token);
+    if (this.now() >= entry.validUntil) return undefined;
+    // Re-inserted so the Map's insertion order is the recency order the eviction below relies on.
+    this.entries.set(token, entry);
+    return entry.principal;
+  }
+
+  /** `expSeconds` is the token's verified `exp` claim (seconds since the epoch). */
+  set(token: string, principal: Principal, expSeconds: number): void {
+    const now = this.now();
+    // No clock-skew leeway here: past `exp` the token goes back to the verifier, which applies it.
+    const validUntil = Math.min(expSeconds * 1000, now + this.options.maxAgeMs);
+    if (!(validUntil > now) || this.options.maxEntries <= 0) return;
+    this.entries.delete(token);
+    this.entries.set(token, { principal: freeze(principal), validUntil });
+    while (this.entries.size > this.options.maxEntries) {
+      const oldest = this.entries.keys().next().value as string;
+      this.entries.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/** One principal object now serves many requests: none of them may change it for the others. */
+function freeze(principal: Principal): Principal {
+  Object.freeze(principal.projects);
+  Object.freeze(principal.opsRoles);
+  return Object.freeze(principal);
+}
