@@ -1,0 +1,107 @@
+import type { ThrottlerStorage } from '@nestjs/throttler';
+
+type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
+
+interface Counter {
+  ttl: number;
+  /** Start of the current fixed window of `ttl` ms. */
+  windowStart: number;
+  current: number;
+  previous: number;
+  /** Refused until then (0: not blocked). */
+  blockedUntil: number;
+}
+
+/**
+ * The rate limiter's memory: two counters per key (this window and the one before), instead of the
+ * library's in-memory storage, which keeps the expiry time of every hit of the last window per key and
+ * filters and spreads that array on every request (O(n) time and garbage per request, n up to the
+ * limit). The count is the usual sliding-window estimate: this window's hits plus the previous window's
+ * weighted by how much of it the sliding window still covers. Exact while a key stays in one window.
+ *
+ * Blocking follows the library's storage: the hit that goes over the limit blocks the key for
+ * `blockDuration`, blocked requests are not counted, and the key starts afresh when the block ends.
+ */
+export class SlidingWindowThrottlerStorage implements ThrottlerStorage {
+  private readonly counters = new Map<string, Counter>();
+  private lastSweep: number;
+
+  constructor(
+    private readonly now: () => number = Date.now,
+    /** How often idle keys are dropped (amortised over requests: no timer to stop). */
+    private readonly sweepEveryMs = 60_000,
+  ) {
+    this.lastSweep = now();
+  }
+
+  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+    const now = this.now();
+    if (now - this.lastSweep >= this.sweepEveryMs) this.sweep(now);
+    const id = `${throttlerName}\u0000${key}`;
+    let counter = this.counters.get(id);
+    if (!counter) {
+      counter = { ttl, windowStart: now, current: 0, previous: 0, blockedUntil: 0 };
+      this.counters.set(id, counter);
+    }
+    roll(counter, now, ttl);
+
+    if (counter.blockedUntil > now) {
+      return { totalHits: estimate(counter, now) + 1, timeToExpire: secondsUntil(counter.windowStart + ttl, now), isBlocked: true, timeToBlockExpire: secondsUntil(counter.blockedUntil, now) };
+    }
+    if (counter.blockedUntil !== 0) {
+      Object.assign(counter, { windowStart: now, current: 0, previous: 0, blockedUntil: 0 });
+    }
+
+    if (blockDuration <= 0) {
+      // No block: a request over the limit is refused and not counted, until the window slides on.
+      const hits = estimate(counter, now);
+      if (hits >= limit) {
+        return { totalHits: hits + 1, timeToExpire: secondsUntil(counter.windowStart + ttl, now), isBlocked: true, timeToBlockExpire: secondsUntil(counter.windowStart + ttl, now) };
+      }
+      counter.current += 1;
+      return { totalHits: hits + 1, timeToExpire: secondsUntil(counter.windowStart + ttl, now), isBlocked: false, timeToBlockExpire: 0 };
+    }
+
+    counter.current += 1;
+    const hits = estimate(counter, now);
+    if (hits > limit) counter.blockedUntil = now + blockDuration;
+    return {
+      totalHits: hits,
+      timeToExpire: secondsUntil(counter.windowStart + ttl, now),
+      isBlocked: hits > limit,
+      timeToBlockExpire: hits > limit ? secondsUntil(counter.blockedUntil, now) : 0,
+    };
+  }
+
+  /** Keys held now (for tests and metrics). */
+  get size(): number {
+    return this.counters.size;
+  }
+
+  private sweep(now: number): void {
+    this.lastSweep = now;
+    for (const [id, counter] of this.counters) {
+      // Idle for two windows and not blocked: its count is zero, forgetting it changes nothing.
+      if (counter.blockedUntil <= now && now - counter.windowStart >= 2 * counter.ttl) this.counters.delete(id);
+    }
+  }
+}
+
+function roll(counter: Counter, now: number, ttl: number): void {
+  counter.ttl = ttl;
+  const elapsed = now - counter.windowStart;
+  if (elapsed < ttl) return;
+  const windows = Math.floor(elapsed / ttl);
+  counter.previous = windows === 1 ? counter.current : 0;
+  counter.current = 0;
+  counter.windowStart += windows * ttl;
+}
+
+function estimate(counter: Counter, now: number): number {
+  const stillCovered = (counter.ttl - (now - counter.windowStart)) / counter.ttl;
+  return Math.floor(counter.previous * stillCovered) + counter.current;
+}
+
+function secondsUntil(time: number, now: number): number {
+  return Math.max(0, Math.ceil((time - now) / 1000));
+}
