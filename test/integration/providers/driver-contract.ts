@@ -50,10 +50,11 @@ export async function readServerInit(console: ProviderConsole): Promise<{ width:
   return { width: init.readUInt16BE(0), height: init.readUInt16BE(2), name };
 }
 
-/** Resolves when the stream is closed (reading whatever still arrives). */
+/** Resolves when the stream ends or closes (reading whatever still arrives); websocket streams emit no 'close'. */
 export function closedStream(stream: Duplex): Promise<void> {
-  if (stream.destroyed) return Promise.resolve();
+  if (stream.destroyed || stream.readableEnded) return Promise.resolve();
   return new Promise((resolve) => {
+    stream.once('end', () => resolve());
     stream.once('close', () => resolve());
     stream.on('error', () => undefined);
     stream.resume();

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { HcpError } from '@hcp/domain';
 import { ProxmoxDriver, type CreateVmSpec, type ProxmoxDriverOptions, type ProxmoxTiming } from '@hcp/providers';
 import { ProxmoxSimulator, type SimLatency } from '../../simulators/proxmox/proxmox-simulator';
-import { caught, ctx, describeDriverContract, type DriverContractHarness } from './driver-contract';
+import { caught, closedStream, ctx, describeDriverContract, readServerInit, type DriverContractHarness } from './driver-contract';
 
 const FAST: Partial<SimLatency> = { scale: 0.01 };
 const TIMING: Partial<ProxmoxTiming> = {
@@ -615,19 +615,71 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
   });
 
   describe('consoles and connectivity', () => {
-    it('opens VNC and SPICE consoles on a running VM', async () => {
+    it('opens a VNC console on a running VM: an RFB stream that accepts the ticket as password', async () => {
       const spec = specFor();
       await driver.createVm(spec, op());
       const vnc = await driver.openConsole(spec.hcp_id, 'vnc', op());
-      expect(vnc).toMatchObject({ type: 'vnc', host: '127.0.0.1', port: expect.any(Number), secret: expect.stringMatching(/^PVEVNC:/) });
-      expect(vnc.expires_at.getTime()).toBeGreaterThan(Date.now());
+      expect(vnc).toMatchObject({ protocol: 'rfb', rfb_password: expect.stringMatching(/^PVEVNC:/) });
+      const vmid = f.sim.vmsByHcpId(spec.hcp_id)[0].vmid;
+      expect(await readServerInit(vnc)).toEqual({ width: 320, height: 200, name: `VM ${vmid}` });
+      expect(f.sim.openConsoleConnections(vmid)).toBe(1);
       const web = await driver.openConsole(spec.hcp_id, 'webconsole', op());
-      expect(web.type).toBe('webconsole');
-      const spice = await driver.openConsole(spec.hcp_id, 'spice', op());
-      expect(spice).toMatchObject({ type: 'spice', port: 61000, secret: expect.any(String) });
-      expect((await caught(driver.openConsole(spec.hcp_id, 'rdp', op()))).code).toBe('FEATURE_NOT_SUPPORTED');
+      expect(web.rfb_password).not.toBe(vnc.rfb_password);
+      web.stream.destroy();
+      // The console ends when the VM stops.
+      const closed = closedStream(vnc.stream);
       await driver.stopVm(spec.hcp_id, true, op());
+      await closed;
       expect((await caught(driver.openConsole(spec.hcp_id, 'vnc', op()))).code).toBe('CONFLICT');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('opens the websocket as the identity that asked for the ticket, with ticket login and CA trust too', async () => {
+      const byPassword = f.driver({ credentials: { username: 'root@pam', password: f.password }, tls: { ca_pem: f.caPem } });
+      const spec = specFor();
+      await byPassword.createVm(spec, op());
+      const console = await byPassword.openConsole(spec.hcp_id, 'vnc', op());
+      await readServerInit(console);
+      console.stream.destroy();
+      const upgrade = f.sim.requests.filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/vncwebsocket').pop();
+      expect(upgrade).toMatchObject({ status: 101, auth: 'ticket' });
+      await byPassword.deleteVm(spec.hcp_id, op());
+    });
+
+    it('refuses spice and rdp consoles: HCP relays only RFB', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      for (const type of ['spice', 'rdp'] as const) {
+        const err = await caught(driver.openConsole(spec.hcp_id, type, op()));
+        expect(err.code).toBe('FEATURE_NOT_SUPPORTED');
+        expect(err.details).toEqual({ capability: 'console', console_type: type });
+      }
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('maps a refused or failed upgrade to the taxonomy without the ticket in the error', async () => {
+      const spec = specFor();
+      await driver.createVm(spec, op());
+      const path = '/nodes/{node}/qemu/{vmid}/vncwebsocket';
+      f.sim.addFault({ kind: 'error', status: 500, message: 'unable to connect to VM console', path, times: 1 });
+      const refused = await caught(driver.openConsole(spec.hcp_id, 'vnc', op()));
+      expect(refused.code).toBe('PROVIDER_UNAVAILABLE');
+      f.sim.addFault({ kind: 'drop', path, times: 1 });
+      const dropped = await caught(driver.openConsole(spec.hcp_id, 'vnc', op()));
+      expect(dropped.code).toBe('PROVIDER_UNAVAILABLE');
+      f.sim.addFault({ kind: 'delay', ms: Infinity, path, times: 1 });
+      const hung = await caught(driver.openConsole(spec.hcp_id, 'vnc', ctx(1500)));
+      expect(hung.code).toBe('PROVIDER_TIMEOUT');
+      const tickets = f.sim.vncTickets();
+      expect(tickets.length).toBeGreaterThanOrEqual(3);
+      for (const err of [refused, dropped, hung]) {
+        const text = JSON.stringify({ message: err.message, details: err.details, stack: err.stack });
+        for (const ticket of tickets) {
+          expect(text).not.toContain(ticket);
+          expect(text).not.toContain(encodeURIComponent(ticket));
+        }
+        expect(text).not.toContain(f.token.secret);
+      }
       await driver.deleteVm(spec.hcp_id, op());
     });
 
@@ -643,7 +695,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
 
     it('declares the Proxmox capabilities', () => {
       expect(driver.capabilities()).toEqual({
-        console_types: ['vnc', 'webconsole', 'spice'],
+        console_types: ['vnc', 'webconsole'],
         reboot: true,
         graceful_stop: true,
         snapshots: true,

@@ -12,9 +12,12 @@
  *   `idempotent`.
  * - Answers: the `{data: ...}` envelope is unwrapped; error answers become ProxmoxApiError (see
  *   proxmox-errors.ts), with secrets scrubbed from whatever the error carries.
+ * - Websockets (consoles): the upgrade goes through the same agent (TLS trust) with the same auth
+ *   headers, so a console is opened as the identity that asked for its ticket.
  */
 import type http from 'node:http';
 import https from 'node:https';
+import { WebSocket } from 'ws';
 import { HcpError } from '@hcp/domain';
 import type { CallContext } from '../spi/provider-driver';
 import type { ProxmoxCredentials, ProxmoxTls } from './proxmox-config';
@@ -179,6 +182,29 @@ export class ProxmoxClient {
       return (await this.withRetries(method, apiPath(template, values), operation, ctx, options)) as T;
     } catch (err) {
       throw this.scrub(err);
+    }
+  }
+
+  /**
+   * Opens a websocket to `template` (with `params` as query) within the call's deadline, as the same
+   * identity and over the same TLS trust as every other call. `secrets` (a console ticket in the
+   * query, say) are scrubbed from errors like the credentials. Not retried: what the URL carries is
+   * usually single-use.
+   */
+  async openWebSocket(
+    template: string,
+    values: Record<string, string | number>,
+    params: ProxmoxParams,
+    ctx: CallContext,
+    options: { secrets?: string[] } = {},
+  ): Promise<WebSocket> {
+    const operation = `GET ${template} (websocket)`;
+    try {
+      this.checkCall(ctx, operation);
+      const auth = await this.authHeaders('GET', ctx);
+      return await this.upgrade(apiPath(template, values), params, auth.headers, ctx, operation);
+    } catch (err) {
+      throw this.scrub(err, options.secrets);
     }
   }
 
@@ -457,6 +483,72 @@ export class ProxmoxClient {
     });
   }
 
+  private upgrade(path: string, params: ProxmoxParams, authHeaders: Record<string, string>, ctx: CallContext, operation: string): Promise<WebSocket> {
+    this.stats.requests++;
+    const base = this.options.endpoint;
+    const url = `wss://${base.host}${base.pathname.replace(/\/$/, '')}/api2/json${path}?${encodeParams(params)}`;
+    const remaining = ctx.deadline.getTime() - this.now();
+    const limit = Math.max(1, Math.min(this.requestTimeoutMs, remaining));
+    const cutByDeadline = remaining <= this.requestTimeoutMs;
+    const headers: Record<string, string> = { ...authHeaders };
+    if (ctx.trace_id && /^[\x21-\x7e]{1,128}$/.test(ctx.trace_id)) headers['X-Request-Id'] = ctx.trace_id;
+
+    return new Promise<WebSocket>((resolve, reject) => {
+      const ws = new WebSocket(url, { agent: this.agent, headers, perMessageDeflate: false, followRedirects: false });
+      let done = false;
+      const finish = (fn: () => void) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        ctx.signal.removeEventListener('abort', onAbort);
+        fn();
+      };
+      const fail = (error: HcpError) =>
+        finish(() => {
+          ws.terminate();
+          reject(error);
+        });
+      const onAbort = () => fail(timeoutError(operation, 'aborted'));
+      const timer = setTimeout(() => fail(timeoutError(operation, cutByDeadline ? 'deadline' : 'request-timeout')), limit);
+      ws.once('open', () => finish(() => resolve(ws)));
+      ws.once('unexpected-response', (req, res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= 64 * 1024) chunks.push(chunk);
+        });
+        res.on('error', () => fail(transportError('ECONNRESET', operation, 'the connection to the provider failed')));
+        res.on('end', () => {
+          let body: unknown;
+          try {
+            body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {
+            body = undefined;
+          }
+          fail(apiError(res.statusCode ?? 0, res.statusMessage ?? '', body, operation));
+          req.destroy();
+        });
+      });
+      // Errors after the upgrade belong to whoever reads the stream; this listener keeps them from crashing the process.
+      ws.on('error', (err: NodeJS.ErrnoException) => {
+        const code = err instanceof TlsTrustError ? err.code : (err.code ?? 'ECONNRESET');
+        if (err instanceof TlsTrustError || isTlsTrustFailure(code)) {
+          fail(transportError(code, operation, "the provider's TLS certificate is not trusted", false));
+        } else if (CONNECT_CODES.has(code) || code === 'ETIMEDOUT') {
+          fail(transportError(code, operation, 'the provider is not reachable'));
+        } else {
+          fail(transportError(code, operation, 'the connection to the provider failed'));
+        }
+      });
+      if (ctx.signal.aborted) {
+        onAbort();
+        return;
+      }
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
   private secrets(): string[] {
     const creds = this.options.credentials;
     const list = creds.kind === 'token' ? [creds.secret, `${creds.tokenId}=${creds.secret}`] : [creds.password];
@@ -469,7 +561,7 @@ export class ProxmoxClient {
     return ticket;
   }
 
-  private scrub(err: unknown): unknown {
-    return err instanceof HcpError ? redactError(err, this.secrets()) : err;
+  private scrub(err: unknown, extra: readonly string[] = []): unknown {
+    return err instanceof HcpError ? redactError(err, [...this.secrets(), ...extra]) : err;
   }
 }

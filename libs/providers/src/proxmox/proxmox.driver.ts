@@ -11,14 +11,15 @@
  * is read. Lock contention ("VM is locked", "can't lock file ... got timeout") is retried with backoff
  * until the call's deadline; a VMID taken between `nextid` and `clone` is retried with a new id.
  */
+import { createWebSocketStream } from 'ws';
 import { HcpError, conflict, notFound } from '@hcp/domain';
 import type {
   CallContext,
   Capabilities,
-  ConsoleTicket,
   ConsoleType,
   CreateVmSpec,
   PowerState,
+  ProviderConsole,
   ProviderDriver,
   VmAddress,
   VmDescription,
@@ -95,8 +96,8 @@ export interface ProxmoxDriverOptions {
 }
 
 const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
-  // vnc and webconsole: vncproxy + vncwebsocket; spice: spiceproxy.
-  console_types: ['vnc', 'webconsole', 'spice'] as ConsoleType[],
+  // vnc and webconsole: vncproxy + vncwebsocket, relayed by HCP. No spice: HCP has no SPICE relay.
+  console_types: ['vnc', 'webconsole'] as ConsoleType[],
   reboot: true,
   graceful_stop: true,
   snapshots: true,
@@ -149,7 +150,6 @@ export class ProxmoxDriver implements ProviderDriver {
   private readonly timing: ProxmoxTiming;
   private readonly providerId: string;
   private readonly clusterId: string;
-  private readonly endpointHost: string;
   /** Calls for one HCP id run one after another within this process. */
   private readonly queues = new Map<string, Promise<unknown>>();
 
@@ -162,7 +162,6 @@ export class ProxmoxDriver implements ProviderDriver {
     this.timing = { ...DEFAULT_PROXMOX_TIMING, ...options.timing };
     this.providerId = options.provider_id ?? '';
     this.clusterId = options.cluster_id ?? '';
-    this.endpointHost = endpoint.hostname.replace(/^\[(.*)\]$/, '$1');
     this.client = new ProxmoxClient({ ...options.client, endpoint, credentials, tls });
   }
 
@@ -300,7 +299,12 @@ export class ProxmoxDriver implements ProviderDriver {
     }
   }
 
-  async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ConsoleTicket> {
+  /**
+   * vncproxy (a ticket, a port and a worker that waits 10 s for us), then at once the vncwebsocket
+   * upgrade as the same identity. The RFB server behind it asks for VNC authentication with the
+   * ticket as password; the ticket goes into the returned console and nowhere else.
+   */
+  async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ProviderConsole> {
     this.begin(ctx, 'console');
     if (!CAPABILITIES.console_types.includes(type)) {
       throw new HcpError('FEATURE_NOT_SUPPORTED', `the provider offers no ${type} console`, { capability: 'console', console_type: type });
@@ -308,33 +312,23 @@ export class ProxmoxDriver implements ProviderDriver {
     const loc = await this.requireVm(hcpId, ctx);
     const st = await this.status(loc, ctx);
     if (st.status !== 'running') throw conflict(`VM ${hcpId} is not running`, { power_state: powerOf(st) });
-    if (type === 'spice') {
-      const data = await this.client.post<Record<string, unknown>>('/nodes/{node}/qemu/{vmid}/spiceproxy', ids(loc), ctx);
-      const port = Number(data?.['tls-port'] ?? data?.port);
-      if (!data || typeof data.password !== 'string' || !Number.isInteger(port)) throw badAnswer('spiceproxy');
-      return {
-        type,
-        host: typeof data.host === 'string' ? data.host : this.endpointHost,
-        port,
-        secret: data.password,
-        // The SPICE password expires 30 s after it is issued.
-        expires_at: new Date(Date.now() + 30_000),
-      };
+    let data: Record<string, unknown> | null;
+    try {
+      data = await this.client.post<Record<string, unknown>>('/nodes/{node}/qemu/{vmid}/vncproxy', ids(loc), ctx, {
+        params: { websocket: true },
+      });
+    } catch (err) {
+      // Stopped between the status read and the call.
+      if (messageMatches(err, /not running/i)) throw conflict(`VM ${hcpId} is not running`, { power_state: 'stopped' });
+      throw err;
     }
-    const data = await this.client.post<Record<string, unknown>>('/nodes/{node}/qemu/{vmid}/vncproxy', ids(loc), ctx, {
-      params: { websocket: true },
-    });
     const port = Number(data?.port);
     if (!data || typeof data.ticket !== 'string' || !Number.isInteger(port)) throw badAnswer('vncproxy');
-    return {
-      type,
-      // The proxy connects to wss://<host>:8006/api2/json/nodes/<node>/qemu/<vmid>/vncwebsocket?port=..
-      host: this.endpointHost,
-      port,
-      secret: data.ticket,
-      // VNC tickets are accepted up to 40 s after issue; the proxy worker waits 10 s for the client.
-      expires_at: new Date(Date.now() + 40_000),
-    };
+    const ticket = data.ticket;
+    const ws = await this.client.openWebSocket('/nodes/{node}/qemu/{vmid}/vncwebsocket', ids(loc), { port, vncticket: ticket }, ctx, {
+      secrets: [ticket],
+    });
+    return { protocol: 'rfb', stream: createWebSocketStream(ws), rfb_password: ticket };
   }
 
   // ---------------------------------------------------------------------------------------------
