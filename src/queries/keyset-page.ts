@@ -37,6 +37,55 @@ function isRoundTripIso(text: string): boolean {
   return !Number.isNaN(time.getTime()) && time.toISOString() === text;
 }
 
+/** WHERE conditions of plain SQL with their positional parameters ($1, $2, ... in the order added). */
+export class SqlConditions {
+  readonly conditions: string[] = [];
+  readonly params: unknown[] = [];
+
+  /** Adds a value and answers its placeholder. */
+  param(value: unknown): string {
+    this.params.push(value);
+    return `$${this.params.length}`;
+  }
+
+  and(condition: string): this {
+    this.conditions.push(condition);
+    return this;
+  }
+}
+
+export interface SqlRunner {
+  query(sql: string, params: unknown[]): Promise<unknown[]>;
+}
+
+/**
+ * The page below in plain parameterised SQL, for the hot reads (a tenant's VM list): building the
+ * statement with TypeORM's query builder cost more CPU than PostgreSQL spent answering it.
+ * `select` and `from` are trusted SQL; every value goes through `where.param`.
+ */
+export async function keysetPageSql<R extends { id: string; created_at: Date }, T>(
+  db: SqlRunner,
+  statement: { select: string; from: string; where: SqlConditions },
+  limit: number,
+  cursor: string | undefined,
+  present: (row: R) => T,
+): Promise<Page<T>> {
+  const { where } = statement;
+  if (cursor) {
+    const key = decodeCursor(cursor);
+    where.and(`(created_at, id) < (${where.param(key.created_at)}::timestamptz, ${where.param(key.id)}::uuid)`);
+  }
+  const conditions = where.conditions.length ? where.conditions.join(' AND ') : 'true';
+  const sql = `SELECT ${statement.select} FROM ${statement.from} WHERE ${conditions} ORDER BY created_at DESC, id DESC LIMIT ${where.param(limit + 1)}`;
+  const rows = (await db.query(sql, where.params)) as R[];
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return {
+    items: items.map(present),
+    next_cursor: rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
+  };
+}
+
 /**
  * Keyset pagination over `(created_at, id)` in descending order: stable under concurrent inserts and as
  * cheap for the thousandth page as for the first (it rides the (project_id, created_at, id) index).

@@ -2,8 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { notFound } from '@hcp/domain';
 import { VmReadModelRow } from '@hcp/projections/vm-read-model/vm-read-model.entity';
-import { keysetPage, Page } from '../queries/keyset-page';
+import { keysetPageSql, Page, SqlConditions } from '../queries/keyset-page';
 import { presentVm, VmView } from './vm.presenter';
+
+type PageRow = Pick<VmReadModelRow, 'id' | 'created_at' | 'state'>;
 
 export interface VmFilter {
   zone?: string;
@@ -12,13 +14,16 @@ export interface VmFilter {
   name?: string;
 }
 
-/** Reads VMs from the read model only. Deleted VMs are listed only when asked for by status. */
+/**
+ * Reads VMs from the read model only. Deleted VMs are listed only when asked for by status. Plain SQL
+ * (the two hottest reads of the API): TypeORM's statement building cost more than the query itself.
+ */
 @Injectable()
 export class VmQueries {
   constructor(private readonly db: DataSource) {}
 
   async get(projectId: string, vmId: string): Promise<VmView> {
-    const row = await this.db.getRepository(VmReadModelRow).findOne({ where: { id: vmId, project_id: projectId }, select: { id: true, state: true } });
+    const [row] = (await this.db.query('SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2', [vmId, projectId])) as Array<Pick<VmReadModelRow, 'state'>>;
     if (!row) throw notFound('VM');
     return presentVm(row.state);
   }
@@ -35,14 +40,14 @@ export class VmQueries {
     }));
   }
 
-  private page<T>(filter: VmFilter & { projectId?: string }, limit: number, cursor: string | undefined, present: (row: VmReadModelRow) => T): Promise<Page<T>> {
-    const qb = this.db.getRepository(VmReadModelRow).createQueryBuilder('vm').select(['vm.id', 'vm.created_at', 'vm.state']).where('true');
-    if (filter.projectId) qb.andWhere('vm.project_id = :projectId', { projectId: filter.projectId });
-    if (filter.status) qb.andWhere('vm.status = :status', { status: filter.status });
-    else qb.andWhere(`vm.status <> 'deleted'`);
-    if (filter.zone) qb.andWhere('vm.zone = :zone', { zone: filter.zone });
-    if (filter.name) qb.andWhere('vm.name = :name', { name: filter.name });
-    filter.tags?.forEach((tag, i) => qb.andWhere(`vm.tags @> :tag${i}::jsonb`, { [`tag${i}`]: JSON.stringify({ [tag.key]: tag.value }) }));
-    return keysetPage(qb, 'vm', limit, cursor, present);
+  private page<T>(filter: VmFilter & { projectId?: string }, limit: number, cursor: string | undefined, present: (row: PageRow) => T): Promise<Page<T>> {
+    const where = new SqlConditions();
+    if (filter.projectId) where.and(`project_id = ${where.param(filter.projectId)}`);
+    if (filter.status) where.and(`status = ${where.param(filter.status)}`);
+    else where.and(`status <> 'deleted'`);
+    if (filter.zone) where.and(`zone = ${where.param(filter.zone)}`);
+    if (filter.name) where.and(`name = ${where.param(filter.name)}`);
+    for (const tag of filter.tags ?? []) where.and(`tags @> ${where.param(JSON.stringify({ [tag.key]: tag.value }))}::jsonb`);
+    return keysetPageSql(this.db, { select: 'id, created_at, state', from: 'vm_read_model', where }, limit, cursor, present);
   }
 }
