@@ -50,8 +50,12 @@ import { QuotaRepository } from './quotas/quota.repository';
 import { QuotaService } from './quotas/quota.service';
 import { QuotaSweeper } from './quotas/quota-sweeper';
 import { VmRepository } from './vms/vm.repository';
+import { ConsoleConnector } from './console/console-connector';
+import { ConsoleGateway } from './console/console-gateway';
+import { ConsoleSessionRepository } from './console/console-session.repository';
+import { OpenConsoleSessionHandler } from './console/open-console-session.handler';
 
-const COMMAND_HANDLERS = [CreateVmHandler, StartVmHandler, StopVmHandler, RebootVmHandler, DeleteVmHandler, UpdateVmLabelsHandler];
+const COMMAND_HANDLERS = [CreateVmHandler, StartVmHandler, StopVmHandler, RebootVmHandler, DeleteVmHandler, UpdateVmLabelsHandler, OpenConsoleSessionHandler];
 
 /** The application, assembled around a runtime opened beforehand (see main.ts). */
 @Module({})
@@ -111,6 +115,9 @@ export class AppModule {
         QuotaSweeper,
         HcpMetrics,
         BackgroundProcesses,
+        ConsoleSessionRepository,
+        ConsoleConnector,
+        ConsoleGateway,
       ],
     };
   }

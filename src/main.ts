@@ -20,6 +20,7 @@ import { seedEmbeddedDefault } from './catalog/catalog-seed';
 import { OpsCatalogCommands } from './ops/ops-catalog.commands';
 import { OpsCatalogQueries } from './ops/ops-catalog.queries';
 import { publishOpenApi } from './api/openapi';
+import { webconsoleAssets } from './console/webconsole-assets';
 
 /** Validates settings that belong to other modules, so a bad value stops the start like any other. */
 const simulatorFaultsCheck = (c: HcpConfig): string | null => {
@@ -55,6 +56,7 @@ async function main(): Promise<void> {
   app.use(requestIdMiddleware);
   app.use(httpMetrics(app.get(HcpMetrics)));
   app.use(securityHeaders());
+  app.use('/console/assets', webconsoleAssets());
   app.use(json({ limit: LIMITS.bodyBytes, strict: true }));
   app.use(inputGuard);
   app.use(expressErrorHandler(new NestLogger('http')));

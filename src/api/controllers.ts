@@ -13,6 +13,8 @@ import { OpsQuotasController } from './ops/quotas.controller';
 import { AuditController, MeteringController } from './ops/audit.controller';
 import { ProjectionsController } from './ops/projections.controller';
 import { QuotasController } from './tenant/quotas.controller';
+import { ConsoleSessionsController } from './console/console-sessions.controller';
+import { WebconsoleController } from './console/webconsole.controller';
 
 /** Every controller of the API; the route-policy test walks this list. */
 export const CONTROLLERS = [
@@ -22,6 +24,8 @@ export const CONTROLLERS = [
   VmsController,
   JobsController,
   QuotasController,
+  ConsoleSessionsController,
+  WebconsoleController,
   ProvidersController,
   ClustersController,
   ZonesController,

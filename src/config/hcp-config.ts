@@ -48,6 +48,14 @@ export interface HcpConfig {
   seedCatalog: boolean;
   rateLimit: { perActorPerMinute: number; perProjectPerMinute: number };
   providerHealthIntervalMs: number;
+  console: {
+    /** How long a console token may wait for its (single) connection. */
+    connectTimeoutMs: number;
+    /** Longest a connected console stays open. */
+    maxSessionMs: number;
+    /** Public base URL of HCP as clients reach it (behind the gateway); null: taken from each request's Host. */
+    publicUrl: string | null;
+  };
   /** Kafka for audit and metering; no brokers means the log. */
   messaging: MessagingConfig;
 }
@@ -86,6 +94,9 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
   { name: 'HCP_RATE_LIMIT_ACTOR_PER_MINUTE', default: '1200', description: 'requests one actor may make per minute (per API process)' },
   { name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE', default: '3000', description: 'requests to one project per minute, all actors together (per API process)' },
   { name: 'HCP_PROVIDER_HEALTH_INTERVAL_MS', default: '60000', description: 'how often worker processes check every provider\'s connectivity' },
+  { name: 'HCP_CONSOLE_CONNECT_TIMEOUT_S', default: '60', description: 'how long a console session token stays valid for its one connection' },
+  { name: 'HCP_CONSOLE_MAX_SESSION_S', default: '14400', description: 'longest a connected console stays open before HCP closes it' },
+  { name: 'HCP_PUBLIC_URL', default: '', description: 'base URL clients reach HCP at (console URLs); empty: the Host of each request' },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
 ];
 
@@ -199,6 +210,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
     providerHealthIntervalMs: int('HCP_PROVIDER_HEALTH_INTERVAL_MS', 1000, 86_400_000),
+    console: {
+      connectTimeoutMs: int('HCP_CONSOLE_CONNECT_TIMEOUT_S', 1, 3600) * 1000,
+      maxSessionMs: int('HCP_CONSOLE_MAX_SESSION_S', 10, 7 * 86_400) * 1000,
+      publicUrl: url('HCP_PUBLIC_URL', ['https:', 'http:'])?.replace(/\/+$/, '') ?? null,
+    },
     messaging: (() => {
       try {
         return loadMessagingConfig(env);

@@ -33,6 +33,13 @@ export class HcpMetrics {
   readonly projectionPosition = new Gauge({ name: 'hcp_projection_position', help: 'Last event position applied, per projection', labelNames: ['projection'] as const });
   readonly projectionLag = new Gauge({ name: 'hcp_projection_lag_events', help: 'Events in the store not yet applied, per projection', labelNames: ['projection'] as const });
 
+  readonly consoleConnections = new Counter({
+    name: 'hcp_console_connections_total',
+    help: 'Console websocket connections, by outcome (connected or the taxonomy code of the refusal)',
+    labelNames: ['outcome'] as const,
+  });
+  readonly consolesOpen = new Gauge({ name: 'hcp_consoles_open', help: 'Consoles this process is relaying now' });
+
   readonly publishFailures = new Counter({ name: 'hcp_publish_failures_total', help: 'Failed publications of audit or metering records', labelNames: ['sink'] as const });
 
 }

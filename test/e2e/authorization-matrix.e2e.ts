@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ROUTE_POLICIES } from '@hcp/auth';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
@@ -45,11 +46,12 @@ const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: numb
   'POST /v1/projects/:project_id/vms/:vm_id/actions/start': { least: 'operator', ok: 202, vmState: 'stopped' },
   'POST /v1/projects/:project_id/vms/:vm_id/actions/stop': { least: 'operator', ok: 202, vmState: 'running' },
   'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': { least: 'operator', ok: 202, vmState: 'running' },
+  'POST /v1/projects/:project_id/vms/:vm_id/console': { least: 'operator', ok: 201 },
   'GET /v1/projects/:project_id/jobs': { least: 'viewer', ok: 200 },
   'GET /v1/projects/:project_id/jobs/:job_id': { least: 'viewer', ok: 200 },
   'GET /v1/projects/:project_id/quotas': { least: 'viewer', ok: 200 },
 };
-const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready', 'GET /metrics']);
+const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready', 'GET /metrics', 'GET /console/:session_id']);
 
 /** API.md's ops table: which ops roles, and what a permitted call answers. */
 type OpsRole = 'cloud-operator' | 'infra-admin' | 'security-auditor';
@@ -186,8 +188,18 @@ describe('authorization matrix', () => {
       .replace(':project_id', project)
       .replace(':vm_id', vmId)
       .replace(':job_id', project === 'own' ? fixtures.ownJob : fixtures.foreignJob)
-      .replace(':id', route.includes('images') ? choice.image_id : choice.flavor_id);
-    const body = method === 'GET' || method === 'DELETE' ? undefined : route.endsWith('/vms') ? { name: 'matrix', zone: 'local', ...choice } : route.startsWith('PATCH') ? { tags: { m: 'x' } } : {};
+      .replace(':id', route.includes('images') ? choice.image_id : choice.flavor_id)
+      .replace(':session_id', randomUUID());
+    const body =
+      method === 'GET' || method === 'DELETE'
+        ? undefined
+        : route.endsWith('/vms')
+          ? { name: 'matrix', zone: 'local', ...choice }
+          : route.endsWith('/console')
+            ? { type: 'vnc' }
+            : route.startsWith('PATCH')
+              ? { tags: { m: 'x' } }
+              : {};
     return { path, body };
   }
 

@@ -372,8 +372,13 @@ describe('hostile input at every route', () => {
 
     if (headers.get('x-content-type-options') !== 'nosniff') problems.push('no X-Content-Type-Options: nosniff');
     const contentType = headers.get('content-type') ?? '';
-    // Prometheus scrapes /metrics as its own text format; every other body is JSON.
-    const expected = route.key === 'GET /metrics' && status === 200 ? /^text\/plain\s*(?:;|$)/i : /^application\/json\s*(?:;|$)/i;
+    // Prometheus scrapes /metrics as its own text format, the webconsole is a page; every other body is JSON.
+    const expected =
+      route.key === 'GET /metrics' && status === 200
+        ? /^text\/plain\s*(?:;|$)/i
+        : route.key === 'GET /console/:session_id' && status === 200
+          ? /^text\/html\s*(?:;|$)/i
+          : /^application\/json\s*(?:;|$)/i;
     if (text.length > 0 && !expected.test(contentType)) problems.push(`content-type ${JSON.stringify(contentType)} for a body`);
 
     if (status >= 400) problems.push(...envelopeProblems(status, text, requestId));

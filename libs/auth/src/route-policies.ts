@@ -27,6 +27,8 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /health/live': publicRoute,
   'GET /health/ready': publicRoute,
   'GET /metrics': publicRoute,
+  // The webconsole page holds no data; the single-use token in its URL fragment opens the console.
+  'GET /console/:session_id': publicRoute,
 
   'GET /v1/zones': catalog,
   'GET /v1/images': catalog,
@@ -42,6 +44,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'POST /v1/projects/:project_id/vms/:vm_id/actions/start': operatorJob,
   'POST /v1/projects/:project_id/vms/:vm_id/actions/stop': operatorJob,
   'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': operatorJob,
+  'POST /v1/projects/:project_id/vms/:vm_id/console': { scope: 'project', role: 'operator' },
   'GET /v1/projects/:project_id/jobs': viewer,
   'GET /v1/projects/:project_id/jobs/:job_id': viewer,
   'GET /v1/projects/:project_id/quotas': viewer,

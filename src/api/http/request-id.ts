@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -15,12 +16,17 @@ export interface TracedRequest extends Request {
  * errors, events, jobs and logs.
  */
 export function requestIdMiddleware(req: Request, res: Response, next: NextFunction): void {
-  const given = req.header(REQUEST_ID_HEADER);
-  const traceparent = req.header('traceparent')?.match(TRACEPARENT)?.[1];
-  const traceId = given && VALID_REQUEST_ID.test(given) ? given : (traceparent ?? randomUUID());
+  const traceId = traceIdFromHeaders(req.headers);
   (req as TracedRequest).traceId = traceId;
   res.setHeader('X-Request-Id', traceId);
   next();
+}
+
+/** The trace id of a request from its headers (also for websocket upgrades, which bypass Express). */
+export function traceIdFromHeaders(headers: IncomingHttpHeaders): string {
+  const given = headers[REQUEST_ID_HEADER];
+  const traceparent = (typeof headers.traceparent === 'string' ? headers.traceparent : undefined)?.match(TRACEPARENT)?.[1];
+  return typeof given === 'string' && VALID_REQUEST_ID.test(given) ? given : (traceparent ?? randomUUID());
 }
 
 export function traceIdOf(req: Request): string {

@@ -17,7 +17,8 @@
  */
 import type http from 'node:http';
 import https from 'node:https';
-import { WebSocket } from 'ws';
+import type { Duplex } from 'node:stream';
+import { createWebSocketStream, WebSocket } from 'ws';
 import { HcpError } from '@hcp/domain';
 import type { CallContext } from '../spi/provider-driver';
 import type { ProxmoxCredentials, ProxmoxTls } from './proxmox-config';
@@ -189,7 +190,8 @@ export class ProxmoxClient {
    * Opens a websocket to `template` (with `params` as query) within the call's deadline, as the same
    * identity and over the same TLS trust as every other call. `secrets` (a console ticket in the
    * query, say) are scrubbed from errors like the credentials. Not retried: what the URL carries is
-   * usually single-use.
+   * usually single-use. Answers the connection as a byte stream, attached from the start: a server that
+   * speaks first (an RFB server does) may send its first frame in the same packet as the upgrade.
    */
   async openWebSocket(
     template: string,
@@ -197,7 +199,7 @@ export class ProxmoxClient {
     params: ProxmoxParams,
     ctx: CallContext,
     options: { secrets?: string[] } = {},
-  ): Promise<WebSocket> {
+  ): Promise<Duplex> {
     const operation = `GET ${template} (websocket)`;
     try {
       this.checkCall(ctx, operation);
@@ -483,7 +485,7 @@ export class ProxmoxClient {
     });
   }
 
-  private upgrade(path: string, params: ProxmoxParams, authHeaders: Record<string, string>, ctx: CallContext, operation: string): Promise<WebSocket> {
+  private upgrade(path: string, params: ProxmoxParams, authHeaders: Record<string, string>, ctx: CallContext, operation: string): Promise<Duplex> {
     this.stats.requests++;
     const base = this.options.endpoint;
     const url = `wss://${base.host}${base.pathname.replace(/\/$/, '')}/api2/json${path}?${encodeParams(params)}`;
@@ -493,8 +495,12 @@ export class ProxmoxClient {
     const headers: Record<string, string> = { ...authHeaders };
     if (ctx.trace_id && /^[\x21-\x7e]{1,128}$/.test(ctx.trace_id)) headers['X-Request-Id'] = ctx.trace_id;
 
-    return new Promise<WebSocket>((resolve, reject) => {
+    return new Promise<Duplex>((resolve, reject) => {
       const ws = new WebSocket(url, { agent: this.agent, headers, perMessageDeflate: false, followRedirects: false });
+      // Created before the upgrade completes, so no message can arrive before someone listens.
+      const stream = createWebSocketStream(ws);
+      // Until the caller takes the stream, its errors are this promise's (see the ws listener below).
+      stream.on('error', () => undefined);
       let done = false;
       const finish = (fn: () => void) => {
         if (done) return;
@@ -510,7 +516,7 @@ export class ProxmoxClient {
         });
       const onAbort = () => fail(timeoutError(operation, 'aborted'));
       const timer = setTimeout(() => fail(timeoutError(operation, cutByDeadline ? 'deadline' : 'request-timeout')), limit);
-      ws.once('open', () => finish(() => resolve(ws)));
+      ws.once('open', () => finish(() => resolve(stream)));
       ws.once('unexpected-response', (req, res) => {
         const chunks: Buffer[] = [];
         let size = 0;

@@ -11,7 +11,6 @@
  * is read. Lock contention ("VM is locked", "can't lock file ... got timeout") is retried with backoff
  * until the call's deadline; a VMID taken between `nextid` and `clone` is retried with a new id.
  */
-import { createWebSocketStream } from 'ws';
 import { HcpError, conflict, notFound } from '@hcp/domain';
 import type {
   CallContext,
@@ -325,10 +324,10 @@ export class ProxmoxDriver implements ProviderDriver {
     const port = Number(data?.port);
     if (!data || typeof data.ticket !== 'string' || !Number.isInteger(port)) throw badAnswer('vncproxy');
     const ticket = data.ticket;
-    const ws = await this.client.openWebSocket('/nodes/{node}/qemu/{vmid}/vncwebsocket', ids(loc), { port, vncticket: ticket }, ctx, {
+    const stream = await this.client.openWebSocket('/nodes/{node}/qemu/{vmid}/vncwebsocket', ids(loc), { port, vncticket: ticket }, ctx, {
       secrets: [ticket],
     });
-    return { protocol: 'rfb', stream: createWebSocketStream(ws), rfb_password: ticket };
+    return { protocol: 'rfb', stream, rfb_password: ticket };
   }
 
   // ---------------------------------------------------------------------------------------------

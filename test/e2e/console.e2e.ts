@@ -1,0 +1,207 @@
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { seededChoice } from '../support/catalog';
+import { connectConsole, refusedUpgrade } from '../support/console-client';
+import { HcpProcess } from '../support/hcp-process';
+import { createTestDatabase, TestDatabase } from '../support/test-database';
+
+/** Short enough to test expiry, long enough for a client on a busy machine to connect right after opening. */
+const CONNECT_TIMEOUT_S = 4;
+
+/**
+ * Console sessions on the embedded default's simulator: the session answer, one websocket connection
+ * through HCP's proxy to the provider's RFB server, and every way a connection is refused or ended.
+ */
+describe('console sessions', () => {
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let tenant: ApiClient;
+  let auditor: ApiClient;
+  let choice: { image_id: string; flavor_id: string };
+  let runningVm: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_CONSOLE_CONNECT_TIMEOUT_S: String(CONNECT_TIMEOUT_S), LOG_LEVEL: 'info' } });
+    tenant = new ApiClient(hcp.baseUrl, hcp.token('cora', { con: 'operator' }));
+    auditor = new ApiClient(hcp.baseUrl, hcp.token('audrey', {}, ['security-auditor']));
+    choice = await seededChoice(new ApiClient(hcp.baseUrl, hcp.token('setup', { con: 'admin' })));
+    runningVm = await vm('running');
+  });
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+  });
+
+  async function vm(state: 'running' | 'stopped', project = 'con'): Promise<string> {
+    const admin = new ApiClient(hcp.baseUrl, hcp.token('setup', { [project]: 'admin' }));
+    const res = await admin.post(`/v1/projects/${project}/vms`, { name: `console-${state}`, zone: 'local', ...choice, power_on: state === 'running' });
+    expect((await jobFinished(admin, project, res.body.job_id)).status).toBe('succeeded');
+    await eventually(async () => ((await admin.get(`/v1/projects/${project}/vms/${res.body.resource_id}`)).body.status === state ? true : undefined), `VM ${state}`);
+    return res.body.resource_id;
+  }
+
+  const open = (vmId: string, type = 'vnc', api = tenant, project = 'con') => api.post(`/v1/projects/${project}/vms/${vmId}/console`, { type });
+
+  const trailOf = (sessionId: string, count: number) =>
+    eventually(async () => {
+      const items = (await auditor.get(`/v1/ops/audit?target=${sessionId}&limit=50`)).body.items as Array<{ action: string; result: string; actor: string; details: Record<string, unknown> }>;
+      return items.length >= count ? items.sort((a, b) => (a as unknown as { occurred_at: string }).occurred_at.localeCompare((b as unknown as { occurred_at: string }).occurred_at)) : undefined;
+    }, `${count} audit records of console session ${sessionId}`);
+
+  it('opens a session whose URL is HCP itself, and relays the RFB handshake to the VM console through it', async () => {
+    const before = Date.now();
+    const res = await open(runningVm);
+    expect(res.status).toBe(201);
+    const { session_id, type, url, token, expires_at } = res.body;
+    expect(type).toBe('vnc');
+    expect(url).toBe(`${hcp.baseUrl.replace('http', 'ws')}/v1/console/${session_id}/websocket`);
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(Date.parse(expires_at) - before).toBeGreaterThan((CONNECT_TIMEOUT_S - 1) * 1000);
+    expect(Date.parse(expires_at) - before).toBeLessThanOrEqual(CONNECT_TIMEOUT_S * 1000 + 2000);
+
+    const client = await connectConsole(url, token);
+    expect(client.serverInit.width).toBeGreaterThan(0);
+    expect(client.serverInit.height).toBeGreaterThan(0);
+    expect(client.serverInit.bitsPerPixel).toBe(32);
+    client.ws.close();
+    await client.closed;
+
+    const trail = await trailOf(session_id, 3);
+    expect(trail.map((r) => [r.action, r.result])).toEqual([
+      ['console.open', 'opened'],
+      ['console.connect', 'connected'],
+      ['console.close', 'closed'],
+    ]);
+    expect(trail.every((r) => r.actor === 'cora')).toBe(true);
+    expect(trail[2].details).toMatchObject({ reason: 'client_closed' });
+    expect((trail[2].details.bytes_to_client as number) > 0).toBe(true);
+    expect(JSON.stringify(trail)).not.toContain(token);
+  });
+
+  it('refuses a second use of the token, during the first connection and after it', async () => {
+    const { url, token, session_id } = (await open(runningVm)).body;
+    const first = await connectConsole(url, token);
+    const second = await refusedUpgrade(url, token);
+    expect(second.status).toBe(401);
+    expect(second.body.error).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('used already') });
+    first.ws.close();
+    await first.closed;
+    expect((await refusedUpgrade(url, token)).status).toBe(401);
+    const trail = await trailOf(session_id, 5);
+    expect(trail.filter((r) => r.result === 'refused:token_used')).toHaveLength(2);
+  });
+
+  it('refuses an expired token', async () => {
+    const { url, token, expires_at } = (await open(runningVm)).body;
+    await new Promise((r) => setTimeout(r, Date.parse(expires_at) - Date.now() + 500));
+    const refused = await refusedUpgrade(url, token);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.message).toContain('expired');
+  });
+
+  it('refuses a wrong token without spending the right one', async () => {
+    const { url, token } = (await open(runningVm)).body;
+    expect((await refusedUpgrade(url, 'x'.repeat(43))).status).toBe(401);
+    expect((await refusedUpgrade(url, '')).status).toBe(401);
+    const client = await connectConsole(url, token);
+    client.ws.close();
+    await client.closed;
+  });
+
+  it('answers 404 for an unknown session and for another project’s VM', async () => {
+    const unknown = await refusedUpgrade(`${hcp.baseUrl.replace('http', 'ws')}/v1/console/00000000-0000-4000-8000-000000000000/websocket`, 'x');
+    expect(unknown.status).toBe(404);
+    const foreignVm = await vm('running', 'other');
+    expect((await open(foreignVm)).status).toBe(404);
+    expect((await open(foreignVm, 'vnc', tenant, 'other')).status).toBe(404);
+  });
+
+  it('refuses a stopped VM when opening, and when the VM stopped before the token was used', async () => {
+    const stopped = await vm('stopped');
+    const refused = await open(stopped);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('CONFLICT');
+
+    const soonStopped = await vm('running');
+    const { url, token, session_id } = (await open(soonStopped)).body;
+    const stop = await tenant.post(`/v1/projects/con/vms/${soonStopped}/actions/stop`, { force: true });
+    expect((await jobFinished(tenant, 'con', stop.body.job_id)).status).toBe('succeeded');
+    const late = await refusedUpgrade(url, token);
+    expect(late.status).toBe(409);
+    const trail = await trailOf(session_id, 3);
+    expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: 'vm_not_running' } });
+  });
+
+  it('closes a connected console when its VM stops', async () => {
+    const vmId = await vm('running');
+    const { url, token, session_id } = (await open(vmId)).body;
+    const client = await connectConsole(url, token);
+    const stop = await tenant.post(`/v1/projects/con/vms/${vmId}/actions/stop`, { force: true });
+    expect((await jobFinished(tenant, 'con', stop.body.job_id)).status).toBe('succeeded');
+    // Whoever notices first closes it: the provider ending its console as the VM powers off, or HCP
+    // seeing VmStopped; either way the tenant gets a close code and the trail a reason.
+    expect([1000, 4002]).toContain(await client.closed);
+    const trail = await trailOf(session_id, 3);
+    expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: expect.stringMatching(/^(vm_not_running|provider_closed)$/) } });
+  });
+
+  it('refuses a console type the VM’s zone does not offer, naming it', async () => {
+    const res = await open(runningVm, 'spice');
+    expect(res.status).toBe(422);
+    expect(res.body.error).toMatchObject({ code: 'FEATURE_NOT_SUPPORTED', details: { missing: ['console:spice'] } });
+    expect((await open(runningVm, 'telnet')).status).toBe(400);
+  });
+
+  it('needs the operator role', async () => {
+    const viewer = new ApiClient(hcp.baseUrl, hcp.token('vic', { con: 'viewer' }));
+    expect((await open(runningVm, 'vnc', viewer)).status).toBe(403);
+  });
+
+  it('serves the webconsole page for a webconsole session, with the token only in the URL fragment', async () => {
+    const res = await open(runningVm, 'webconsole');
+    expect(res.status).toBe(201);
+    const { session_id, url, token } = res.body;
+    expect(url).toBe(`${hcp.baseUrl}/console/${session_id}#token=${token}`);
+    const page = await fetch(url.split('#')[0]);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await page.text();
+    expect(html).toContain('/console/assets/webconsole.js');
+    expect(html).not.toContain(token);
+    const script = await fetch(`${hcp.baseUrl}/console/assets/webconsole.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    const rfbModule = await fetch(`${hcp.baseUrl}/console/assets/novnc/core/rfb.js`);
+    expect(rfbModule.status).toBe(200);
+    expect((await fetch(`${hcp.baseUrl}/console/assets/novnc/package.json`)).status).toBe(404);
+    expect((await fetch(`${hcp.baseUrl}/console/assets/novnc/core/../../package.json`)).status).toBe(404);
+  });
+
+  it('keeps the token out of the logs', async () => {
+    const { url, token } = (await open(runningVm)).body;
+    const client = await connectConsole(url, token);
+    client.ws.close();
+    await client.closed;
+    await refusedUpgrade(url, token);
+    expect(hcp.logs).toContain('console connected');
+    expect(hcp.logs).not.toContain(token);
+  });
+
+  it('takes a session opened on one instance through another instance on the same database', async () => {
+    const other = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_SEED_CATALOG: 'false' } });
+    try {
+      const { url, token } = (await open(runningVm)).body;
+      const client = await connectConsole(url.replace(hcp.baseUrl.replace('http', 'ws'), other.baseUrl.replace('http', 'ws')), token);
+      expect(client.serverInit.width).toBeGreaterThan(0);
+      expect((await refusedUpgrade(url, token)).status).toBe(401);
+      client.ws.close();
+      await client.closed;
+    } finally {
+      await other.stop();
+      other.removeDataDir();
+    }
+  });
+});
