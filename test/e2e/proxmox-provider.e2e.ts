@@ -1,5 +1,6 @@
 import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { connectConsole, refusedUpgrade } from '../support/console-client';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, TestDatabase } from '../support/test-database';
 
@@ -20,7 +21,8 @@ describe('Proxmox provider end to end', () => {
     sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
     const { url, caPem } = await sim.start();
     db = await createTestDatabase();
-    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50' } });
+    // debug: the console test below checks that no log line, however chatty, carries a provider ticket.
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', LOG_LEVEL: 'debug' } });
     const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin', 'cloud-operator']));
     const token = sim.createToken();
     const provider = await infra.post('/v1/ops/providers', {
@@ -100,5 +102,47 @@ describe('Proxmox provider end to end', () => {
     expect(job).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'PROVIDER_UNAVAILABLE' } });
     expect(JSON.stringify(job)).not.toMatch(/pve1|vmid|storage error/);
     await settle(created.body.resource_id, 'running');
+  });
+
+  it('relays a Proxmox VM console through HCP (vncproxy + vncwebsocket), the provider ticket never leaving HCP', async () => {
+    const created = await tenant.post('/v1/projects/acme/vms', { name: 'console-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor });
+    expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
+    const vmId = created.body.resource_id;
+    await settle(vmId, 'running');
+    const [pve] = sim.vmsByHcpId(vmId);
+    const answers: unknown[] = [];
+
+    const session = await tenant.post(`/v1/projects/acme/vms/${vmId}/console`, { type: 'vnc' });
+    expect(session.status).toBe(201);
+    answers.push(session.body);
+    const client = await connectConsole(session.body.url, session.body.token);
+    expect(client.serverInit.width).toBeGreaterThan(0);
+    expect(sim.openConsoleConnections(pve.vmid)).toBe(1);
+    const reused = await refusedUpgrade(session.body.url, session.body.token);
+    expect(reused.status).toBe(401);
+    answers.push(reused.body);
+    client.ws.close();
+    await client.closed;
+    await eventually(async () => (sim.openConsoleConnections(pve.vmid) === 0 ? true : undefined), 'the Proxmox console closed');
+
+    // A refusal from Proxmox itself (the VM stopped behind HCP's back) reaches the tenant without Proxmox's words.
+    const second = await tenant.post(`/v1/projects/acme/vms/${vmId}/console`, { type: 'vnc' });
+    answers.push(second.body);
+    sim.addFault({ kind: 'error', status: 500, message: `VM ${pve.vmid} not running`, method: 'POST', path: /\/vncproxy$/ });
+    const refused = await refusedUpgrade(second.body.url, second.body.token);
+    answers.push(refused.body);
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    sim.clearFaults();
+
+    const tickets = sim.vncTickets();
+    expect(tickets.length).toBeGreaterThanOrEqual(1);
+    const everything = JSON.stringify(answers) + hcp.logs;
+    for (const ticket of tickets) {
+      expect(everything).not.toContain(ticket);
+      // VNC authentication uses the ticket's first 8 characters; the part after them is its secret.
+      expect(everything).not.toContain(ticket.slice(8, 40));
+    }
+    expect(JSON.stringify(answers)).not.toMatch(/PVEVNC|pve1|pve2|vmid/);
+    expect(sim.validationFailures).toEqual([]);
   });
 });
