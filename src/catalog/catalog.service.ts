@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { Capabilities, invalidField, notFound, place, Placement, PlacementCandidate, unionCapabilities, VmResources } from '@hcp/domain';
 import { OpsCatalogQueries, OpsResource } from '../ops/ops-catalog.queries';
 import { DriverRegistry } from '../providers/driver-registry';
+import { CatalogSnapshot, CatalogSnapshots } from './catalog-snapshot';
 
 export interface ZoneView {
   id: string;
@@ -18,15 +19,22 @@ export interface ZoneView {
  */
 @Injectable()
 export class CatalogService {
+  /** Zones, clusters, images and flavors change a few times a year; a create reads them on every call. */
+  private readonly snapshots: CatalogSnapshots;
+
   constructor(
     private readonly ops: OpsCatalogQueries,
-    private readonly drivers: DriverRegistry,
+    drivers: DriverRegistry,
     private readonly db: DataSource,
-  ) {}
+  ) {
+    this.snapshots = new CatalogSnapshots(db, drivers);
+  }
 
   async listZones(): Promise<ZoneView[]> {
-    const zones = await this.ops.list('zone');
-    return Promise.all(zones.map(async (z) => ({ id: z.id, name: z.spec.name, policy: z.spec.policy, capabilities: unionCapabilities(await this.zoneCapabilities(z.spec.cluster_ids)) })));
+    const catalog = await this.snapshots.current();
+    return Promise.all(
+      catalog.all('zone').map(async (z) => ({ id: z.id, name: z.spec.name, policy: z.spec.policy, capabilities: unionCapabilities(await this.zoneCapabilities(catalog, z.spec.cluster_ids)) })),
+    );
   }
 
   listImages() {
@@ -52,7 +60,8 @@ export class CatalogService {
    * the request's fault (INVALID_REQUEST naming the field), not a missing resource of the URL.
    */
   async resolveForCreate(zoneId: string, imageId: string, flavorId: string): Promise<{ resources: VmResources; placement: Placement }> {
-    const [zone, image, flavor] = await Promise.all([this.ops.find('zone', zoneId), this.ops.find('image', imageId), this.ops.find('flavor', flavorId)]);
+    const { catalog, usage } = await this.catalogAndUsage(zoneId);
+    const [zone, image, flavor] = [catalog.find('zone', zoneId), catalog.find('image', imageId), catalog.find('flavor', flavorId)];
     if (!zone) throw invalidField('zone', `unknown zone ${JSON.stringify(zoneId)}`);
     if (!image || image.spec.visibility !== 'public') throw invalidField('image_id', 'unknown image_id');
     if (!flavor) throw invalidField('flavor_id', 'unknown flavor_id');
@@ -60,24 +69,42 @@ export class CatalogService {
     if (resources.disk_gb < image.spec.min_disk_gb || resources.ram_mb < image.spec.min_ram_mb) {
       throw invalidField('flavor_id', `flavor ${flavor.spec.name} is smaller than image ${image.spec.name} needs`, { min_disk_gb: image.spec.min_disk_gb, min_ram_mb: image.spec.min_ram_mb });
     }
-    const candidates = await this.candidates(zone.spec.cluster_ids, image.spec.provider_refs);
+    const candidates = await this.candidates(catalog, usage, zone.spec.cluster_ids, image.spec.provider_refs);
     return { resources, placement: place(zone.spec.policy, candidates, { zone: zone.id, resources }) };
   }
 
-  private async zoneCapabilities(clusterIds: string[]): Promise<Capabilities[]> {
-    const clusters = (await this.ops.list('cluster', { ids: clusterIds })).filter((c) => c.spec.enabled);
-    return Promise.all(clusters.map((c) => this.drivers.clusterCapabilities(c.spec.provider_id, c.id)));
+  /**
+   * The catalog at its current version and the usage of the zone's clusters. One round trip when the
+   * catalog has not changed since the last call: the version and the usage (of the clusters the last
+   * snapshot gives the zone) are read in one statement; a new version costs a reload and a second read.
+   */
+  private async catalogAndUsage(zoneId: string): Promise<{ catalog: CatalogSnapshot; usage: Map<string, VmResources> }> {
+    const guess = this.snapshots.peek();
+    const guessedIds = guess?.find('zone', zoneId)?.spec.cluster_ids ?? [];
+    const [row] = await this.db.query(
+      `SELECT ${CatalogSnapshots.versionSql} AS version,
+              (SELECT coalesce(json_agg(json_build_object('cluster_id', cluster_id, 'vcpus', vcpus, 'ram_mb', ram_mb, 'disk_gb', disk_gb)), '[]')
+                 FROM cluster_usage WHERE cluster_id = ANY($1)) AS usage`,
+      [guessedIds],
+    );
+    const catalog = await this.snapshots.atLeast(BigInt(row.version));
+    if (catalog === guess) return { catalog, usage: usageMap(row.usage) };
+    return { catalog, usage: await this.usage(catalog.find('zone', zoneId)?.spec.cluster_ids ?? []) };
   }
 
-  private async candidates(clusterIds: string[], imageRefs: Record<string, string>): Promise<PlacementCandidate[]> {
-    const clusters: Array<OpsResource<'cluster'>> = await this.ops.list('cluster', { ids: clusterIds });
-    const usage = await this.usage(clusters.map((c) => c.id));
+  private async zoneCapabilities(catalog: CatalogSnapshot, clusterIds: string[]): Promise<Capabilities[]> {
+    const clusters = catalog.list('cluster', clusterIds).filter((c) => c.spec.enabled);
+    return Promise.all(clusters.map((c) => catalog.clusterCapabilities(c.spec.provider_id, c.id)));
+  }
+
+  private async candidates(catalog: CatalogSnapshot, usage: Map<string, VmResources>, clusterIds: string[], imageRefs: Record<string, string>): Promise<PlacementCandidate[]> {
+    const clusters: Array<OpsResource<'cluster'>> = catalog.list('cluster', clusterIds);
     return Promise.all(
       clusters.map(async (c) => ({
         cluster_id: c.id,
         provider_id: c.spec.provider_id,
         enabled: c.spec.enabled,
-        capabilities: await this.drivers.clusterCapabilities(c.spec.provider_id, c.id),
+        capabilities: await catalog.clusterCapabilities(c.spec.provider_id, c.id),
         capacity: c.spec.capacity,
         used: usage.get(c.id) ?? { vcpus: 0, ram_mb: 0, disk_gb: 0 },
         image_ref: imageRefs[c.id],
@@ -86,7 +113,13 @@ export class CatalogService {
   }
 
   private async usage(clusterIds: string[]): Promise<Map<string, VmResources>> {
-    const rows = await this.db.query(`SELECT cluster_id, vcpus, ram_mb, disk_gb FROM cluster_usage WHERE cluster_id = ANY($1)`, [clusterIds]);
-    return new Map(rows.map((r: { cluster_id: string; vcpus: number; ram_mb: string; disk_gb: string }) => [r.cluster_id, { vcpus: r.vcpus, ram_mb: Number(r.ram_mb), disk_gb: Number(r.disk_gb) }]));
+    return usageMap(await this.db.query(`SELECT cluster_id, vcpus, ram_mb, disk_gb FROM cluster_usage WHERE cluster_id = ANY($1)`, [clusterIds]));
   }
+}
+
+type UsageRow = { cluster_id: string; vcpus: number | string; ram_mb: number | string; disk_gb: number | string };
+
+/** bigint columns arrive as strings from a plain row and as numbers through json_agg. */
+function usageMap(rows: UsageRow[]): Map<string, VmResources> {
+  return new Map(rows.map((r) => [r.cluster_id, { vcpus: Number(r.vcpus), ram_mb: Number(r.ram_mb), disk_gb: Number(r.disk_gb) }]));
 }

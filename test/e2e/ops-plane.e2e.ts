@@ -85,6 +85,25 @@ describe('ops plane', () => {
     expect(await place('eu-pack', 'pack-1')).toMatchObject({ cluster_id: ids.small, image_ref: 'tmpl/alma-small' });
   });
 
+  it('resolves each create against the flavor as it is now, also right after it changed', async () => {
+    const shop = new ApiClient(hcp.baseUrl, hcp.token('fay', { flv: 'admin' }));
+    const create = (name: string) => shop.post('/v1/projects/flv/vms', { name, zone: 'eu-1', image_id: ids.image, flavor_id: flavor });
+    // Not just any refusal of the flavor: an unknown one (the read model has not got it yet) is refused too.
+    const tooSmall = (res: { body: { error?: { code: string; details?: { fields?: Array<{ field: string }>; min_ram_mb?: number } } } }) =>
+      res.body.error?.code === 'INVALID_REQUEST' && res.body.error.details?.fields?.[0]?.field === 'flavor_id' && res.body.error.details.min_ram_mb === 1024;
+    // Smaller than the image needs (alma-9 wants 1,024 MB): refused, and the catalog read for it is now remembered.
+    const made = await ops.post('/v1/ops/flavors', { name: 'shrinking', vcpus: 1, ram_mb: 512, disk_gb: 20 });
+    expect(made.status).toBe(201);
+    const flavor = made.body.id as string;
+    await eventually(async () => (tooSmall(await create('early')) ? true : undefined), 'the new flavor refused as too small');
+
+    expect((await ops.patch(`/v1/ops/flavors/${flavor}`, { ram_mb: 2048 })).status).toBe(200);
+    await eventually(async () => ((await create(`grown-${Date.now()}`)).status === 202 ? true : undefined), 'the grown flavor accepted', 5000);
+
+    expect((await ops.patch(`/v1/ops/flavors/${flavor}`, { ram_mb: 512 })).status).toBe(200);
+    await eventually(async () => (tooSmall(await create('shrunk')) ? true : undefined), 'the shrunk flavor refused again', 5000);
+  });
+
   it('refuses what the zone cannot do with FEATURE_NOT_SUPPORTED naming the capability', async () => {
     const res = await tenant.post('/v1/projects/acme/vms', { name: 'old-1', zone: 'legacy', image_id: ids.image, flavor_id: ids.flavor });
     await jobFinished(tenant, 'acme', res.body.job_id);
