@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Capabilities, HcpError, narrowCapabilities } from '@hcp/domain';
+import { Capabilities, HcpError, narrowCapabilities, OpsResourceState } from '@hcp/domain';
 import { ProviderDriver } from '@hcp/providers';
 import { OpsResourceRepository } from '../ops/ops-resource.repository';
 import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
@@ -21,13 +21,24 @@ export class DriverRegistry {
 
   /** Resources are read from their streams: a provider registered a moment ago is already usable. */
   async driverFor(providerId: string, clusterId: string): Promise<ProviderDriver> {
+    return (await this.resolve(providerId, clusterId)).driver;
+  }
+
+  /** What a cluster offers: its driver's capabilities narrowed by the cluster's settings. */
+  async clusterCapabilities(providerId: string, clusterId: string): Promise<Capabilities> {
+    // The cluster as read for the driver: reading its stream a second time would cost a round trip.
+    const { driver, cluster } = await this.resolve(providerId, clusterId);
+    return narrowCapabilities(driver.capabilities(), cluster?.spec.capabilities ?? {});
+  }
+
+  private async resolve(providerId: string, clusterId: string): Promise<{ driver: ProviderDriver; cluster: OpsResourceState<'cluster'> | null }> {
     const [provider, cluster] = await Promise.all([this.resources.live('provider', providerId), this.resources.live('cluster', clusterId)]);
     // Not retryable: the provider or cluster was deleted while the VM still lived on it.
     if (!provider) throw new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false);
     const key = `${providerId}/${clusterId}`;
     const version = `${provider.updated_at}/${cluster?.updated_at ?? '-'}`;
     const cached = this.cache.get(key);
-    if (cached?.version === version) return cached.driver;
+    if (cached?.version === version) return { driver: cached.driver, cluster };
     const driver = this.factory.create({
       providerId,
       provider: provider.spec,
@@ -37,13 +48,7 @@ export class DriverRegistry {
     });
     await cached?.driver.close?.();
     this.cache.set(key, { version, driver });
-    return driver;
-  }
-
-  /** What a cluster offers: its driver's capabilities narrowed by the cluster's settings. */
-  async clusterCapabilities(providerId: string, clusterId: string): Promise<Capabilities> {
-    const [driver, cluster] = await Promise.all([this.driverFor(providerId, clusterId), this.resources.live('cluster', clusterId)]);
-    return narrowCapabilities(driver.capabilities(), cluster?.spec.capabilities ?? {});
+    return { driver, cluster };
   }
 
   async closeAll(): Promise<void> {
