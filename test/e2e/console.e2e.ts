@@ -6,6 +6,8 @@ import { createTestDatabase, TestDatabase } from '../support/test-database';
 
 /** Short enough to test expiry, long enough for a client on a busy machine to connect right after opening. */
 const CONNECT_TIMEOUT_S = 4;
+/** The shortest maximum length HCP accepts; every other test here is done with its console well before. */
+const MAX_SESSION_S = 10;
 
 /**
  * Console sessions on the embedded default's simulator: the session answer, one websocket connection
@@ -21,7 +23,7 @@ describe('console sessions', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_CONSOLE_CONNECT_TIMEOUT_S: String(CONNECT_TIMEOUT_S), LOG_LEVEL: 'info' } });
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_CONSOLE_CONNECT_TIMEOUT_S: String(CONNECT_TIMEOUT_S), HCP_CONSOLE_MAX_SESSION_S: String(MAX_SESSION_S), LOG_LEVEL: 'info' } });
     tenant = new ApiClient(hcp.baseUrl, hcp.token('cora', { con: 'operator' }));
     auditor = new ApiClient(hcp.baseUrl, hcp.token('audrey', {}, ['security-auditor']));
     choice = await seededChoice(new ApiClient(hcp.baseUrl, hcp.token('setup', { con: 'admin' })));
@@ -147,6 +149,17 @@ describe('console sessions', () => {
     expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: expect.stringMatching(/^(vm_not_running|provider_closed)$/) } });
   });
 
+  it('closes a connected console at its maximum length', async () => {
+    const { url, token, session_id } = (await open(runningVm)).body;
+    const client = await connectConsole(url, token);
+    expect(await client.closed).toBe(4001);
+    const trail = await trailOf(session_id, 3);
+    expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: 'session_expired' } });
+    const connectedAt = Date.parse((trail[1] as unknown as { occurred_at: string }).occurred_at);
+    const closedAt = Date.parse((trail[2] as unknown as { occurred_at: string }).occurred_at);
+    expect(closedAt - connectedAt).toBeGreaterThanOrEqual(MAX_SESSION_S * 1000);
+  });
+
   it('refuses a console type the VM’s zone does not offer, naming it', async () => {
     const res = await open(runningVm, 'spice');
     expect(res.status).toBe(422);
@@ -190,15 +203,17 @@ describe('console sessions', () => {
     expect(hcp.logs).not.toContain(token);
   });
 
-  it('takes a session opened on one instance through another instance on the same database', async () => {
+  it('takes a session opened on one instance through another, which closes it when it shuts down', async () => {
     const other = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_SEED_CATALOG: 'false' } });
     try {
-      const { url, token } = (await open(runningVm)).body;
+      const { url, token, session_id } = (await open(runningVm)).body;
       const client = await connectConsole(url.replace(hcp.baseUrl.replace('http', 'ws'), other.baseUrl.replace('http', 'ws')), token);
       expect(client.serverInit.width).toBeGreaterThan(0);
       expect((await refusedUpgrade(url, token)).status).toBe(401);
-      client.ws.close();
-      await client.closed;
+      await other.stop();
+      expect(await client.closed).toBe(1001);
+      const trail = await trailOf(session_id, 4);
+      expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: 'instance_stopped' } });
     } finally {
       await other.stop();
       other.removeDataDir();
