@@ -1,8 +1,22 @@
 import { EntityManager } from 'typeorm';
 import { AuditJobInfo, AuditRecord, auditRecordOf, BREAK_GLASS_STREAM_PREFIX, CONSOLE_SESSION_STREAM_PREFIX, JOB_STREAM_PREFIX, JobQueued, REQUEST_STREAM_PREFIX } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
+import { BulkInsert } from '../runner/bulk-insert';
 import { RebuildableProjection } from '../runner/projection-rebuild';
 import { AuditSink } from './audit-sink';
+
+const AUDIT_JOBS = new BulkInsert({
+  name: 'audit_jobs',
+  columns: { job_id: 'uuid', project_id: 'text', type: 'text', resource_id: 'uuid', actor: 'text' },
+  key: ['job_id'],
+  onConflict: 'nothing',
+});
+const AUDIT_LOG = new BulkInsert({
+  name: 'audit_log',
+  columns: { id: 'uuid', created_at: 'timestamptz', actor: 'text', action: 'text', target: 'jsonb', project_id: 'text', result: 'text', trace_id: 'text', details: 'jsonb', position: 'bigint' },
+  key: ['id'],
+  onConflict: 'nothing',
+});
 
 /**
  * The audit trail: request facts, break-glass uses, job steps and console sessions become audit records in `audit_log`
@@ -39,21 +53,10 @@ export class AuditProjection implements RebuildableProjection {
     // a slow or absent broker never holds back the event store's readers (they read below the oldest
     // writing transaction).
     if (records.length) await this.sink.publish(records.map((r) => r.record));
-    if (newJobs.length) {
-      await tx.query(
-        `INSERT INTO audit_jobs (job_id, project_id, type, resource_id, actor)
-         SELECT j.job_id, j.project_id, j.type, j.resource_id, j.actor FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid, actor text)
-         ON CONFLICT (job_id) DO NOTHING`,
-        [JSON.stringify(newJobs)],
-      );
-    }
-    if (records.length === 0) return;
-    await tx.query(
-      `INSERT INTO audit_log (id, created_at, actor, action, target, project_id, result, trace_id, details, position)
-       SELECT r.id, r.created_at, r.actor, r.action, r.target, r.project_id, r.result, r.trace_id, r.details, r.position
-       FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, created_at timestamptz, actor text, action text, target jsonb, project_id text, result text, trace_id text, details jsonb, position bigint)
-       ON CONFLICT (id) DO NOTHING`,
-      [JSON.stringify(records.map(({ record: r, position }) => ({ id: r.event_id, created_at: r.occurred_at, actor: r.actor, action: r.action, target: r.target, project_id: r.project_id, result: r.result, trace_id: r.trace_id, details: r.details, position: position.toString() })))],
+    await AUDIT_JOBS.run(tx, newJobs);
+    await AUDIT_LOG.run(
+      tx,
+      records.map(({ record: r, position }) => ({ id: r.event_id, created_at: r.occurred_at, actor: r.actor, action: r.action, target: r.target, project_id: r.project_id, result: r.result, trace_id: r.trace_id, details: r.details, position: position.toString() })),
     );
   }
 

@@ -2,7 +2,21 @@ import { EntityManager } from 'typeorm';
 import { MeteredVm, MeteringRecord, meteringRecordsOf, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { MeteringSink } from '../audit/audit-sink';
+import { BulkInsert } from '../runner/bulk-insert';
 import { RebuildableProjection } from '../runner/projection-rebuild';
+
+const METERED_VMS = new BulkInsert({
+  name: 'metering_vms',
+  columns: { vm_id: 'uuid', project_id: 'text', zone: 'text', flavor_id: 'text', resources: 'jsonb' },
+  key: ['vm_id'],
+  onConflict: 'nothing',
+});
+const METERING_RECORDS = new BulkInsert({
+  name: 'metering_records',
+  columns: { event_id: 'text', kind: 'text', project_id: 'text', vm_id: 'uuid', zone: 'text', flavor_id: 'text', resources: 'jsonb', effective_at: 'timestamptz', position: 'bigint' },
+  key: ['event_id'],
+  onConflict: 'nothing',
+});
 
 /**
  * Billing's record of every change that costs: allocation, power on/off, deletion, with the project,
@@ -35,22 +49,8 @@ export class MeteringProjection implements RebuildableProjection {
     }
     // Publish before writing, like the audit projection: no transaction id is held while the broker is slow.
     if (records.length) await this.sink.publish(records.map((r) => r.record));
-    if (newVms.length) {
-      await tx.query(
-        `INSERT INTO metering_vms (vm_id, project_id, zone, flavor_id, resources)
-         SELECT v.vm_id, v.project_id, v.zone, v.flavor_id, v.resources FROM jsonb_to_recordset($1::jsonb) AS v(vm_id uuid, project_id text, zone text, flavor_id text, resources jsonb)
-         ON CONFLICT (vm_id) DO NOTHING`,
-        [JSON.stringify(newVms)],
-      );
-    }
-    if (records.length === 0) return;
-    await tx.query(
-      `INSERT INTO metering_records (event_id, kind, project_id, vm_id, zone, flavor_id, resources, effective_at, position)
-       SELECT r.event_id, r.kind, r.project_id, r.vm_id, r.zone, r.flavor_id, r.resources, r.effective_at, r.position
-       FROM jsonb_to_recordset($1::jsonb) AS r(event_id text, kind text, project_id text, vm_id uuid, zone text, flavor_id text, resources jsonb, effective_at timestamptz, position bigint)
-       ON CONFLICT (event_id) DO NOTHING`,
-      [JSON.stringify(records.map(({ record, position }) => ({ ...record, position: position.toString() })))],
-    );
+    await METERED_VMS.run(tx, newVms);
+    await METERING_RECORDS.run(tx, records.map(({ record, position }) => ({ ...record, position: position.toString() })));
   }
 
   private async vm(tx: EntityManager, vmId: string): Promise<MeteredVm | null> {

@@ -71,7 +71,7 @@ describe('projection rebuild', () => {
   it('shows each projection with position and lag, and refuses to rebuild a process manager or an unknown name', async () => {
     const list = (await ops.get('/v1/ops/projections')).body.items;
     expect(list.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['vm-read-model', 'job-read-model', 'audit', 'metering', 'job-dispatcher']));
-    for (const p of list) expect(p).toMatchObject({ position: expect.any(String), head: expect.any(String), lag: expect.any(String) });
+    for (const p of list) expect(p).toMatchObject({ name: p.name, position: expect.any(String), head: expect.any(String), lag: expect.any(String) });
     const manager = await ops.post('/v1/ops/projections/job-dispatcher/rebuild');
     expect([manager.status, manager.body.error.code]).toEqual([409, 'CONFLICT']);
     expect((await ops.post('/v1/ops/projections/no-such-thing/rebuild')).status).toBe(404);

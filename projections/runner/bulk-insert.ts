@@ -1,0 +1,41 @@
+import { EntityManager } from 'typeorm';
+
+/** A table as a bulk insert sees it: its columns with their SQL types, and its conflict key. */
+export interface BulkTable {
+  name: string;
+  /** Column name → SQL type, in insert order. */
+  columns: Readonly<Record<string, string>>;
+  key: readonly string[];
+  /** On a key conflict: overwrite every other column, or keep the row that is there. */
+  onConflict: 'update' | 'nothing';
+}
+
+const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
+
+/**
+ * Inserts many rows in one statement and one round trip: the rows travel as one JSON parameter and
+ * `jsonb_to_recordset` types them. Far cheaper than an ORM upsert per batch (no per-row parameter
+ * lists, no entity hydration), which is what projections spend their time on during a rebuild.
+ */
+export class BulkInsert {
+  private readonly sql: string;
+
+  constructor(readonly table: BulkTable) {
+    const names = Object.keys(table.columns).map(quote);
+    const typed = Object.entries(table.columns).map(([name, type]) => `${quote(name)} ${type}`);
+    const updates = Object.keys(table.columns)
+      .filter((c) => !table.key.includes(c))
+      .map((c) => `${quote(c)} = EXCLUDED.${quote(c)}`);
+    const conflict = table.onConflict === 'update' && updates.length > 0 ? `DO UPDATE SET ${updates.join(', ')}` : 'DO NOTHING';
+    this.sql =
+      `INSERT INTO ${quote(table.name)} (${names.join(', ')}) ` +
+      `SELECT ${names.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS r(${typed.join(', ')}) ` +
+      `ON CONFLICT (${table.key.map(quote).join(', ')}) ${conflict}`;
+  }
+
+  /** Rows are plain objects keyed by column name; dates and bigints as their JSON-friendly strings. */
+  async run(tx: EntityManager, rows: ReadonlyArray<object>): Promise<void> {
+    if (rows.length === 0) return;
+    await tx.query(this.sql, [JSON.stringify(rows)]);
+  }
+}
