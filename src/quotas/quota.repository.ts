@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EventContext } from '@hcp/domain';
 import { QuotaEvent, quotaStreamId } from '@hcp/domain/quota/quota.events';
-import { evolveQuota, QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import { evolveQuota, evolveQuotaAll, QuotaState } from '@hcp/domain/quota/quota.state-machine';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { AggregateRepository, RetryOptions } from '../eventing/aggregate-repository';
 import { EVENT_STORE } from '../eventing/tokens';
@@ -27,6 +27,11 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
 
   constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
     super(store, codec, quotaStreamId, evolveQuota);
+  }
+
+  /** A project's reservations grow with its VMs: copied once per fold, not once per event. */
+  protected override fold(state: QuotaState | null, events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
+    return evolveQuotaAll(state, events);
   }
 
   /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { HcpError, HTTP_STATUS_OF } from '../errors';
 import { QUOTA_EVENT_VERSIONS, QUOTA_RESOURCES, QuotaEvent, QuotaLimits, QuotaResources, quotaStreamId } from './quota.events';
-import { decideQuota, evolveQuota, foldQuota, QuotaCommand, QuotaState, quotaUsageOf, ZERO_QUOTA_USAGE } from './quota.state-machine';
+import { decideQuota, evolveQuota, evolveQuotaAll, foldQuota, QuotaCommand, QuotaState, quotaUsageOf, ZERO_QUOTA_USAGE } from './quota.state-machine';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const P = 'p1';
@@ -302,6 +302,32 @@ describe('quota properties', () => {
         }
         expect(state!.usage.instances).toBe(Math.min(instances, new Set(ids).size));
       }),
+    );
+  });
+
+  it('evolves many events at once exactly as one by one, and changes neither the state nor the events', () => {
+    const event: fc.Arbitrary<QuotaEvent> = fc.oneof(
+      limits.map((l): QuotaEvent => ({ type: 'QuotaLimitsSet', version: 1, data: { project_id: P, limits: l } })),
+      fc.tuple(fc.oneof(vmId, fc.constant('__proto__')), resources).map(([id, r]): QuotaEvent => ({ type: 'QuotaReserved', version: 1, data: { project_id: P, vm_id: id, resources: r } })),
+      fc.oneof(vmId, fc.constant('__proto__')).map((id): QuotaEvent => ({ type: 'QuotaReleased', version: 1, data: { project_id: P, vm_id: id } })),
+    );
+    const timed = fc.array(fc.tuple(event, fc.integer({ min: 0, max: 1e6 })), { maxLength: 40 }).map((list) => list.map(([e, t]) => ({ event: e, at: new Date(Date.UTC(2026, 0, 1) + t * 1000).toISOString() })));
+    const oneByOne = (state: QuotaState | null, events: Array<{ event: QuotaEvent; at: string }>) => events.reduce<QuotaState | null>((s, { event, at }) => evolveQuota(s, event, at), state);
+    const deepFreeze = <T>(value: T): T => {
+      if (value && typeof value === 'object') Object.values(Object.freeze(value)).forEach(deepFreeze);
+      return value;
+    };
+    fc.assert(
+      fc.property(timed, timed, (history, more) => {
+        const start = deepFreeze(oneByOne(null, history));
+        deepFreeze(more);
+        const expected = oneByOne(start, more);
+        const actual = evolveQuotaAll(start, more); // a frozen input would throw on any change
+        expect(actual).toEqual(expected);
+        if (actual) expect(Object.keys(actual.reservations)).toEqual(Object.keys(expected!.reservations));
+        if (expected === start) expect(actual).toBe(start);
+      }),
+      { numRuns: 500 },
     );
   });
 });

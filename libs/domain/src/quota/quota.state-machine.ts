@@ -79,8 +79,61 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
   }
 }
 
+/**
+ * Evolves by many events at once, with the same result as evolving one by one. `evolveQuota` copies
+ * the reservations on every event (O(n) each, so folding a stream was O(n²): minutes of CPU for a
+ * project of 100,000 VMs after a restart); here they are copied once, into an object private to this
+ * call, and changed in place. Pure all the same: `state` and the events are never changed.
+ */
+export function evolveQuotaAll(state: QuotaState | null, events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
+  if (events.length === 0) return state;
+  if (events.length === 1) return evolveQuota(state, events[0]!.event, events[0]!.at);
+  const start = state ?? evolveQuota(null, events[0]!.event, events[0]!.at);
+  let limits = start.limits;
+  let reservations = start.reservations;
+  let copied = false;
+  const usage = { ...start.usage };
+  let updatedAt = start.updated_at;
+  let changed = start !== state;
+  for (const { event, at } of state ? events : events.slice(1)) {
+    switch (event.type) {
+      case 'QuotaLimitsSet':
+        limits = { ...event.data.limits };
+        break;
+      case 'QuotaReserved': {
+        const { vm_id, resources } = event.data;
+        if (Object.prototype.hasOwnProperty.call(reservations, vm_id)) continue;
+        if (!copied) [reservations, copied] = [{ ...reservations }, true];
+        const held: QuotaResources = { vcpus: resources.vcpus, ram_mb: resources.ram_mb, disk_gb: resources.disk_gb };
+        // Defined, not assigned: a vm id of "__proto__" is data like any other.
+        Object.defineProperty(reservations, vm_id, { value: held, enumerable: true, writable: true, configurable: true });
+        usage.instances += 1;
+        usage.vcpus += held.vcpus;
+        usage.ram_mb += held.ram_mb;
+        usage.disk_gb += held.disk_gb;
+        break;
+      }
+      case 'QuotaReleased': {
+        const { vm_id } = event.data;
+        if (!Object.prototype.hasOwnProperty.call(reservations, vm_id)) continue;
+        if (!copied) [reservations, copied] = [{ ...reservations }, true];
+        const held = reservations[vm_id]!;
+        delete reservations[vm_id];
+        usage.instances -= 1;
+        usage.vcpus -= held.vcpus;
+        usage.ram_mb -= held.ram_mb;
+        usage.disk_gb -= held.disk_gb;
+        break;
+      }
+    }
+    updatedAt = at;
+    changed = true;
+  }
+  return changed ? { project_id: start.project_id, limits, reservations, usage, updated_at: updatedAt } : start;
+}
+
 export function foldQuota(events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
-  return events.reduce<QuotaState | null>((state, { event, at }) => evolveQuota(state, event, at), null);
+  return evolveQuotaAll(null, events);
 }
 
 // ---------------------------------------------------------------------------------------------------
