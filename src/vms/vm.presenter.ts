@@ -1,6 +1,6 @@
 import type { VmState } from '@hcp/domain';
 
-const VM_VIEW_FIELDS = [
+export const VM_VIEW_FIELDS = [
   'id',
   'project_id',
   'name',
@@ -20,6 +20,26 @@ const VM_VIEW_FIELDS = [
 /** The tenant's view of a VM (API.md). Placement and provider references never leave HCP. */
 export type VmView = Pick<VmState, (typeof VM_VIEW_FIELDS)[number]>;
 
+/**
+ * Written out rather than built from VM_VIEW_FIELDS: it runs for every row of every list page, and a
+ * literal is several times cheaper than Object.fromEntries. The type keeps the two in step (a field
+ * missing or extra here does not compile); the order is that of VM_VIEW_FIELDS, as the JSON shows it.
+ */
 export function presentVm(vm: VmState): VmView {
-  return Object.fromEntries(VM_VIEW_FIELDS.map((field) => [field, vm[field]])) as VmView;
+  return {
+    id: vm.id,
+    project_id: vm.project_id,
+    name: vm.name,
+    zone: vm.zone,
+    image_id: vm.image_id,
+    flavor_id: vm.flavor_id,
+    status: vm.status,
+    desired_state: vm.desired_state,
+    addresses: vm.addresses,
+    tags: vm.tags,
+    metadata: vm.metadata,
+    created_at: vm.created_at,
+    updated_at: vm.updated_at,
+    last_job_id: vm.last_job_id,
+  };
 }
