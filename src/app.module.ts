@@ -21,6 +21,7 @@ import { rateLimits, RateLimitGuard } from './api/http/rate-limit.guard';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { CatalogService } from './catalog/catalog.service';
 import { EVENT_STORE, HCP_CONFIG, HCP_RUNTIME } from './eventing/tokens';
+import { JobAdmission } from './jobs/job-admission';
 import { JobQueue } from './jobs/job-queue';
 import { JobQueries } from './jobs/job.queries';
 import { JobRepository } from './jobs/job.repository';
@@ -109,6 +110,7 @@ export class AppModule {
         VmQueries,
         JobQueries,
         JobQueue,
+        JobAdmission,
         VmJobExecutor,
         QuotaRepository,
         QuotaService,

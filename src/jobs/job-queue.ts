@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import type { JobQueued } from '@hcp/domain';
 import { queryReturning } from '../persistence/returning';
 
 /** Channel that wakes idle workers when jobs become due. */
@@ -23,6 +24,10 @@ export interface NewQueuedJob {
   resource_id: string;
 }
 
+export function queuedJobOf({ data }: JobQueued): NewQueuedJob {
+  return { job_id: data.job_id, project_id: data.project_id, type: data.type, resource_id: data.resource_id };
+}
+
 /**
  * The lease table behind the sagas, usable by an in-process worker and (later) a remote host agent
  * alike: lease due jobs, renew while working, then complete or requeue. Every call is guarded by the
@@ -43,6 +48,13 @@ export class JobQueue {
       [JSON.stringify(jobs)],
     );
     await tx.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`);
+  }
+
+  /** Which of these jobs have a queue row already (whoever inserted it also recorded their JobQueued). */
+  async existing(tx: EntityManager, jobIds: string[]): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows: Array<{ job_id: string }> = await tx.query(`SELECT job_id FROM job_queue WHERE job_id = ANY($1::uuid[])`, [jobIds]);
+    return new Set(rows.map((r) => r.job_id));
   }
 
   async lease(owner: string, leaseMs: number, limit: number): Promise<LeasedJob[]> {

@@ -1,9 +1,9 @@
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { decideVm, EventContext, HcpError, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { decideVm, EventContext, HcpError, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
 import { QuotaService } from '../../quotas/quota.service';
 import { CatalogService } from '../../catalog/catalog.service';
 import { eventContext } from '../../eventing/event-context';
-import { JobRepository } from '../../jobs/job.repository';
+import { JobAdmission } from '../../jobs/job-admission';
 import { idsFor, JobAccepted, RequestContext } from '../request-context';
 import { VmRepository } from '../vm.repository';
 
@@ -29,7 +29,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
   constructor(
     private readonly catalog: CatalogService,
     private readonly vms: VmRepository,
-    private readonly jobs: JobRepository,
+    private readonly jobs: JobAdmission,
     private readonly quotas: QuotaService,
   ) {}
 
@@ -66,7 +66,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
         throw err;
       }
     }
-    await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    await this.jobs.admit(events[0] as VmRequestEvent, vmId, context);
     return { resource_id: vmId, job_id: jobId };
   }
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { capabilitiesForAction, decideVm, HcpError, jobQueuedFor, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
+import { capabilitiesForAction, decideVm, HcpError, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
 import { DriverRegistry } from '../../providers/driver-registry';
 import { eventContext } from '../../eventing/event-context';
-import { JobRepository } from '../../jobs/job.repository';
+import { JobAdmission } from '../../jobs/job-admission';
 import { idsFor, JobAccepted, RequestContext } from '../request-context';
 import { VmRepository } from '../vm.repository';
 
@@ -16,7 +16,7 @@ type OperationCommand = Extract<VmCommand, { job_id: string }>;
 export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
-    private readonly jobs: JobRepository,
+    private readonly jobs: JobAdmission,
     private readonly drivers: DriverRegistry,
   ) {}
 
@@ -34,7 +34,7 @@ export class VmOperationRequester {
       },
       context,
     );
-    if (events.length > 0) await this.jobs.ensureQueued(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    if (events.length > 0) await this.jobs.admit(events[0] as VmRequestEvent, vmId, context);
     return { resource_id: vmId, job_id: jobId };
   }
 

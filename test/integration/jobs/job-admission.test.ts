@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { DataSource } from 'typeorm';
+import { createHcpUpcasters, decideVm, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { DecodedEvent, DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
+import { eventContext } from '../../../src/eventing/event-context';
+import { JobAdmission } from '../../../src/jobs/job-admission';
+import { JobDispatcherProjection } from '../../../src/jobs/job-dispatcher.projection';
+import { JobQueue } from '../../../src/jobs/job-queue';
+import { JobRepository } from '../../../src/jobs/job.repository';
+import { createDataSource } from '../../../src/persistence/data-source';
+import { migrate } from '../../../src/persistence/migrate';
+import { createTestDatabase, TestDatabase } from '../../support/test-database';
+
+/**
+ * A VM request becomes a job twice over: the handler admits it at once (JobQueued, then its queue row),
+ * and the job dispatcher derives the same from the VM event for a handler that died half-way.
+ */
+describe('job admission and the job dispatcher', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let pool: Pool;
+  let store: PostgresEventStore;
+  let jobs: JobRepository;
+  let queue: JobQueue;
+  let dispatcher: JobDispatcherProjection;
+  let position = 0n;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('hcp_admission');
+    ds = createDataSource(db.url, { poolSize: 3 });
+    await ds.initialize();
+    await migrate(ds);
+    pool = new Pool({ connectionString: db.url, max: 3 });
+    pool.on('error', () => undefined);
+    store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
+    jobs = new JobRepository(store, new DomainEventCodec(createHcpUpcasters()));
+    queue = new JobQueue(ds);
+    dispatcher = new JobDispatcherProjection(jobs, queue);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await pool?.end();
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  function request(): { vmId: string; event: VmRequestEvent } {
+    const vmId = randomUUID();
+    const data: VmCreateRequestedData = {
+      vm_id: vmId, project_id: 'adm', job_id: randomUUID(), name: 'a', zone: 'local', image_id: 'i', flavor_id: 'f',
+      resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 }, placement: { provider_id: 'p', cluster_id: 'c', image_ref: 't' },
+      tags: {}, metadata: {}, ssh_keys: [], power_on: true,
+    };
+    return { vmId, event: decideVm(null, { type: 'create', data })[0] as VmRequestEvent };
+  }
+  const decoded = (vmId: string, event: VmRequestEvent): DecodedEvent => ({
+    event, eventId: randomUUID(), streamId: `vm-${vmId}`, revision: 0n, position: ++position, at: new Date().toISOString(), context: { actor: 'alice', trace_id: 't-1' },
+  });
+  const row = async (jobId: string) => (await ds.query(`SELECT status FROM job_queue WHERE job_id = $1`, [jobId]))[0];
+
+  it('admits a job at once: its JobQueued and a queue row a worker can lease', async () => {
+    const { vmId, event } = request();
+    await new JobAdmission(jobs, queue, ds).admit(event, vmId, eventContext('alice', 't-1'));
+    expect(await row(event.data.job_id)).toEqual({ status: 'queued' });
+    expect((await jobs.load(event.data.job_id)).state).toMatchObject({ status: 'queued', resource_id: vmId, actor: 'alice' });
+  });
+
+  it('queues the job of a request whose handler died before admitting it', async () => {
+    const { vmId, event } = request();
+    await ds.transaction((tx) => dispatcher.apply([decoded(vmId, event)], tx));
+    expect(await row(event.data.job_id)).toEqual({ status: 'queued' });
+    expect((await jobs.load(event.data.job_id)).state).toMatchObject({ status: 'queued', trace_id: 't-1' });
+  });
+
+  it('leaves a job the handler admitted alone, even when it has run already', async () => {
+    const { vmId, event } = request();
+    await new JobAdmission(jobs, queue, ds).admit(event, vmId, eventContext('alice', 't-1'));
+    await ds.query(`UPDATE job_queue SET status = 'done' WHERE job_id = $1`, [event.data.job_id]);
+    await ds.transaction((tx) => dispatcher.apply([decoded(vmId, event)], tx));
+    expect(await row(event.data.job_id)).toEqual({ status: 'done' });
+  });
+});
