@@ -1,5 +1,5 @@
 import { QUOTA_STREAM_PREFIX, QuotaEvent } from '@hcp/domain/quota/quota.events';
-import { evolveQuota, QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import { evolveQuota, evolveQuotaAll, QuotaState } from '@hcp/domain/quota/quota.state-machine';
 import { FoldedStateProjection } from '../runner/folded-state.projection';
 import { QuotaReadModelRow } from './quota-read-model.entity';
 
@@ -7,7 +7,7 @@ export const QUOTA_READ_MODEL = 'quota-read-model';
 
 /** Limits and usage per project behind `GET /v1/projects/{p}/quotas`, folded from the quota streams. */
 export function quotaReadModelProjection(): FoldedStateProjection<QuotaState, QuotaEvent, QuotaReadModelRow> {
-  return new FoldedStateProjection(QUOTA_READ_MODEL, QUOTA_STREAM_PREFIX, QuotaReadModelRow, evolveQuota, toRow, 'project_quotas');
+  return new FoldedStateProjection(QUOTA_READ_MODEL, QUOTA_STREAM_PREFIX, QuotaReadModelRow, evolveQuota, toRow, 'project_quotas', evolveQuotaAll);
 }
 
 function toRow(state: QuotaState, position: bigint): QuotaReadModelRow {

@@ -29,6 +29,12 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     private readonly evolve: (state: S | null, event: E, at: string) => S | null,
     private readonly toRow: (state: S, position: bigint) => R,
     private readonly table: string,
+    /**
+     * Several events of one row at once, with the result of `evolve` one by one: for states that grow
+     * with their history (a project's reservations), where `evolve` copies the state on every event.
+     */
+    private readonly evolveAll: (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null = (state, events) =>
+      events.reduce<S | null>((s, { event, at }) => evolve(s, event, at), state),
   ) {
     this.streamPrefixes = [streamPrefix];
     this.tables = [table];
@@ -39,20 +45,22 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     const sql = this.sqlFor(tx);
     const existing: Array<{ id: string; state: S; position: string }> = await tx.query(sql.select, [ids]);
     const folded = new Map<string, { state: S | null; position: bigint }>(existing.map((r) => [r.id, { state: r.state, position: BigInt(r.position) }]));
-    const touched = new Set<string>();
+    const pending = new Map<string, { events: Array<{ event: E; at: string }>; position: bigint }>();
     for (const e of events) {
       const id = this.idOf(e.streamId);
-      const current = folded.get(id) ?? { state: null, position: -1n };
-      if (e.position <= current.position) continue; // applied before (a rebuild that restarted)
-      const next = this.evolve(current.state, e.event as E, e.at);
-      folded.set(id, { state: next, position: e.position });
-      if (next) touched.add(id);
+      const row = pending.get(id) ?? { events: [], position: folded.get(id)?.position ?? -1n };
+      if (e.position <= row.position) continue; // applied before (a rebuild that restarted)
+      row.events.push({ event: e.event as E, at: e.at });
+      row.position = e.position;
+      pending.set(id, row);
     }
-    const rows = [...touched].map((id) => {
-      const { state, position } = folded.get(id)!;
-      const row = this.toRow(state!, position);
-      return Object.fromEntries(sql.columns.map(([property, column]) => [column, row[property]]));
-    });
+    const rows: Array<Record<string, unknown>> = [];
+    for (const [id, { events: rowEvents, position }] of pending) {
+      const state = this.evolveAll(folded.get(id)?.state ?? null, rowEvents);
+      if (!state) continue;
+      const row = this.toRow(state, position);
+      rows.push(Object.fromEntries(sql.columns.map(([property, column]) => [column, row[property]])));
+    }
     await sql.upsert.run(tx, rows);
   }
 
