@@ -1,5 +1,5 @@
 import { DomainEvent, EventContext, HcpError } from '@hcp/domain';
-import { DomainEventCodec, EventStore, ExpectedRevision, WrongExpectedRevisionError } from '@hcp/eventstore';
+import { DomainEventCodec, EventStore, ExpectedRevision, NewEvent, WrongExpectedRevisionError } from '@hcp/eventstore';
 
 export interface Loaded<S> {
   id: string;
@@ -79,19 +79,54 @@ export class AggregateRepository<S, E extends DomainEvent> {
    * (thrown by `decide`) is never retried. Hot streams pass a jittered, growing pause between rounds.
    */
   async update(id: string, decide: (state: S | null) => E[], context: EventContext, retry: RetryOptions = FEW_RETRIES): Promise<{ state: S | null; events: E[] }> {
+    const [outcome] = await this.updateMany(id, [{ decide, context }], retry);
+    if (!outcome.ok) throw outcome.error;
+    return { state: outcome.state, events: outcome.events };
+  }
+
+  /**
+   * Several decisions on one aggregate with one load and one append (a group commit): each is decided
+   * against the state the ones before it leave, a refusal (thrown by its `decide`) fails that one alone,
+   * and a concurrent change makes the whole group load and decide again. One outcome per decision, in
+   * order; a contention that persists past `retry.attempts` rejects them all with CONFLICT.
+   */
+  async updateMany(id: string, decisions: ReadonlyArray<Decision<S, E>>, retry: RetryOptions = FEW_RETRIES): Promise<Array<DecisionOutcome<S, E>>> {
     for (let attempt = 1; ; attempt++) {
       const current = await this.load(id);
-      const events = decide(current.state);
+      let state = current.state;
+      const outcomes: Array<DecisionOutcome<S, E>> = [];
+      const recorded: NewEvent[] = [];
+      for (const { decide, context } of decisions) {
+        try {
+          const events = decide(state);
+          state = this.fold(state, events.map((event) => ({ event, at: context.occurred_at })));
+          recorded.push(...events.map((e) => this.codec.encode(e, context)));
+          outcomes.push({ ok: true, state, events });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      }
+      if (recorded.length === 0) return outcomes;
       try {
-        const { state } = await this.append(current, events, context);
-        return { state, events };
+        const result = await this.store.append(this.streamOf(id), recorded, current.revision);
+        this.remember(id, state, result.nextExpectedRevision);
+        return outcomes;
       } catch (err) {
-        if (!(err instanceof HcpError && err.code === 'CONFLICT') || attempt >= retry.attempts) throw err;
+        if (!(err instanceof WrongExpectedRevisionError)) throw err;
+        if (attempt >= retry.attempts) throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
       }
       if (retry.maxJitterMs > 0) await pause(Math.random() * Math.min(retry.maxJitterMs, retry.baseJitterMs * 2 ** (attempt - 1)));
     }
   }
 }
+
+/** One decision of a group: how to decide, and who asked (each event keeps its own actor and trace). */
+export interface Decision<S, E> {
+  decide: (state: S | null) => E[];
+  context: EventContext;
+}
+
+export type DecisionOutcome<S, E> = { ok: true; state: S | null; events: E[] } | { ok: false; error: unknown };
 
 export interface RetryOptions {
   /** Load-decide-append rounds before a persisting concurrent change surfaces as CONFLICT. */

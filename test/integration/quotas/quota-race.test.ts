@@ -162,6 +162,33 @@ describe('project quotas on PostgreSQL', () => {
     });
   }
 
+  it('decides a burst in one project in groups: fewer appends than decisions, each event with its own trace', async () => {
+    const counting = new QuotaRepository(store, codec);
+    const appends: number[] = [];
+    const append = store.append.bind(store);
+    jest.spyOn(store, 'append').mockImplementation(async (stream, events, expected) => {
+      if (stream.startsWith('quota-')) appends.push(events.length);
+      return append(stream, events, expected);
+    });
+    try {
+      const service = new QuotaService(counting, ds);
+      const p = project();
+      await service.setLimits(p, { instances: 30, ...ROOMY }, ctx());
+      appends.length = 0;
+      const contexts = Array.from({ length: 60 }, () => ctx());
+      const results = await Promise.allSettled(contexts.map((c) => service.reserve(p, randomUUID(), SMALL, c)));
+      expect(results.map(codeOf).filter((c) => c === 'OK')).toHaveLength(30);
+      expect(results.map(codeOf).filter((c) => c === 'QUOTA_EXCEEDED')).toHaveLength(30);
+      expect(appends.reduce((a, b) => a + b, 0)).toBe(30);
+      expect(appends.length).toBeLessThan(30);
+      const recorded = (await store.readStream(quotaStreamId(p))).map((r) => codec.decode<QuotaEvent>(r)).filter((e) => e.event.type === 'QuotaReserved');
+      const accepted = contexts.filter((_, i) => results[i].status === 'fulfilled').map((c) => c.trace_id);
+      expect(recorded.map((e) => e.context.trace_id).sort()).toEqual(accepted.sort());
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
+
   it('keeps usage equal to the sum of what was accepted when sizes differ and vCPUs run out first', async () => {
     const p = project();
     await quotas.setLimits(p, { instances: 100, vcpus: 20, ram_mb: 1_000_000, disk_gb: 100_000 }, ctx());
