@@ -31,7 +31,7 @@ export class AuditProjection implements RebuildableProjection {
   constructor(private readonly sink: AuditSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
-    const jobs = new Map<string, AuditJobInfo>();
+    const jobs = await this.earlierJobs(events, tx);
     const newJobs: Array<AuditJobInfo & { job_id: string }> = [];
     const records: Array<{ record: AuditRecord; position: bigint }> = [];
     for (const e of events) {
@@ -42,7 +42,7 @@ export class AuditProjection implements RebuildableProjection {
         continue;
       }
       const jobId = e.streamId.startsWith(JOB_STREAM_PREFIX) ? e.streamId.slice(JOB_STREAM_PREFIX.length) : null;
-      const job = jobId ? (jobs.get(jobId) ?? (await this.jobInfo(tx, jobId))) : null;
+      const job = jobId ? (jobs.get(jobId) ?? null) : null;
       const record = auditRecordOf(
         { event: e.event, event_id: e.eventId, stream_id: e.streamId, occurred_at: e.at, actor: e.context.actor ?? null, trace_id: e.context.trace_id ?? null },
         job,
@@ -60,8 +60,17 @@ export class AuditProjection implements RebuildableProjection {
     );
   }
 
-  private async jobInfo(tx: EntityManager, jobId: string): Promise<AuditJobInfo | null> {
-    const [row] = await tx.query(`SELECT project_id, type, resource_id, actor FROM audit_jobs WHERE job_id = $1`, [jobId]);
-    return row ?? null;
+  /** What the batch's job events need to know of jobs queued in earlier batches: one query for all. */
+  private async earlierJobs(events: DecodedEvent[], tx: EntityManager): Promise<Map<string, AuditJobInfo>> {
+    const queuedHere = new Set(events.filter((e) => e.event.type === 'JobQueued').map((e) => (e.event as JobQueued).data.job_id));
+    const wanted = [...new Set(events.filter((e) => e.streamId.startsWith(JOB_STREAM_PREFIX)).map((e) => e.streamId.slice(JOB_STREAM_PREFIX.length)))].filter(
+      (id) => !queuedHere.has(id),
+    );
+    if (wanted.length === 0) return new Map();
+    const rows: Array<AuditJobInfo & { job_id: string }> = await tx.query(
+      `SELECT job_id, project_id, type, resource_id, actor FROM audit_jobs WHERE job_id = ANY($1::uuid[])`,
+      [wanted],
+    );
+    return new Map(rows.map(({ job_id, ...info }) => [job_id, info]));
   }
 }

@@ -31,7 +31,7 @@ export class MeteringProjection implements RebuildableProjection {
   constructor(private readonly sink: MeteringSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
-    const vms = new Map<string, MeteredVm>();
+    const vms = await this.earlierVms(events, tx);
     const newVms: Array<MeteredVm & { vm_id: string }> = [];
     const records: Array<{ record: MeteringRecord; position: bigint }> = [];
     for (const e of events) {
@@ -43,7 +43,7 @@ export class MeteringProjection implements RebuildableProjection {
         newVms.push({ vm_id: vmId, ...vm });
         continue;
       }
-      const vm = vms.get(vmId) ?? (await this.vm(tx, vmId));
+      const vm = vms.get(vmId);
       if (!vm) continue;
       for (const record of meteringRecordsOf(event, e.eventId, vmId, vm, e.at)) records.push({ record, position: e.position });
     }
@@ -53,8 +53,15 @@ export class MeteringProjection implements RebuildableProjection {
     await METERING_RECORDS.run(tx, records.map(({ record, position }) => ({ ...record, position: position.toString() })));
   }
 
-  private async vm(tx: EntityManager, vmId: string): Promise<MeteredVm | null> {
-    const [row] = await tx.query(`SELECT project_id, zone, flavor_id, resources FROM metering_vms WHERE vm_id = $1`, [vmId]);
-    return row ?? null;
+  /** What the batch's events need to know of VMs created in earlier batches: one query for all. */
+  private async earlierVms(events: DecodedEvent[], tx: EntityManager): Promise<Map<string, MeteredVm>> {
+    const createdHere = new Set(events.filter((e) => e.event.type === 'VmCreateRequested').map((e) => e.streamId));
+    const wanted = [...new Set(events.filter((e) => !createdHere.has(e.streamId)).map((e) => e.streamId.slice(VM_STREAM_PREFIX.length)))];
+    if (wanted.length === 0) return new Map();
+    const rows: Array<MeteredVm & { vm_id: string }> = await tx.query(
+      `SELECT vm_id, project_id, zone, flavor_id, resources FROM metering_vms WHERE vm_id = ANY($1::uuid[])`,
+      [wanted],
+    );
+    return new Map(rows.map(({ vm_id, ...vm }) => [vm_id, vm]));
   }
 }
