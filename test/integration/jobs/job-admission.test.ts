@@ -8,16 +8,14 @@ import { JobAdmission } from '../../../src/jobs/job-admission';
 import { JobDispatcherProjection } from '../../../src/jobs/job-dispatcher.projection';
 import { JobQueue } from '../../../src/jobs/job-queue';
 import { JobRepository } from '../../../src/jobs/job.repository';
-import { createDataSource } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
-import { createTestDatabase, TestDatabase } from '../../support/test-database';
+import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 
 /**
  * A VM request becomes a job twice over: the handler admits it at once (JobQueued, then its queue row),
  * and the job dispatcher derives the same from the VM event for a handler that died half-way.
  */
 describe('job admission and the job dispatcher', () => {
-  let db: TestDatabase;
+  let database: MigratedDatabase;
   let ds: DataSource;
   let pool: Pool;
   let store: PostgresEventStore;
@@ -27,11 +25,9 @@ describe('job admission and the job dispatcher', () => {
   let position = 0n;
 
   beforeAll(async () => {
-    db = await createTestDatabase('hcp_admission');
-    ds = createDataSource(db.url, { poolSize: 3 });
-    await ds.initialize();
-    await migrate(ds);
-    pool = new Pool({ connectionString: db.url, max: 3 });
+    database = await migratedTestDatabase('hcp_admission', 3);
+    ds = database.ds;
+    pool = new Pool({ connectionString: database.db.url, max: 3 });
     pool.on('error', () => undefined);
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
     jobs = new JobRepository(store, new DomainEventCodec(createHcpUpcasters()));
@@ -42,8 +38,7 @@ describe('job admission and the job dispatcher', () => {
   afterAll(async () => {
     await store?.close();
     await pool?.end();
-    await ds?.destroy();
-    await db?.drop();
+    await database?.close();
   });
 
   function request(): { vmId: string; event: VmRequestEvent } {

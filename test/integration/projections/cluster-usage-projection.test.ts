@@ -3,27 +3,22 @@ import { DataSource } from 'typeorm';
 import { VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { ClusterUsageProjection } from '@hcp/projections/cluster-usage/cluster-usage.projection';
-import { createDataSource } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
-import { createTestDatabase, TestDatabase } from '../../support/test-database';
+import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 
 /** Cluster allocations for placement, kept per batch on real PostgreSQL. */
 describe('cluster usage projection', () => {
-  let db: TestDatabase;
+  let database: MigratedDatabase;
   let ds: DataSource;
   let position = 0n;
   const projection = new ClusterUsageProjection();
 
   beforeAll(async () => {
-    db = await createTestDatabase('hcp_usage');
-    ds = createDataSource(db.url, { poolSize: 2 });
-    await ds.initialize();
-    await migrate(ds);
+    database = await migratedTestDatabase('hcp_usage');
+    ds = database.ds;
   });
 
   afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
+    await database?.close();
   });
 
   const ev = (vmId: string, event: { type: string; data: object }): DecodedEvent => ({

@@ -3,29 +3,24 @@ import { DataSource } from 'typeorm';
 import { decideVm, evolveVm, VmCreateRequestedData, VmEvent, VmState } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
-import { createDataSource } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
-import { createTestDatabase, TestDatabase } from '../../support/test-database';
+import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 
 /**
  * The folded-state read model on real PostgreSQL: one row per aggregate, folded with the domain's own
  * evolve, written by one bulk upsert per batch, and idempotent by position when a batch is replayed.
  */
 describe('folded-state projection (VM read model)', () => {
-  let db: TestDatabase;
+  let database: MigratedDatabase;
   let ds: DataSource;
   let position = 0n;
 
   beforeAll(async () => {
-    db = await createTestDatabase('hcp_folded');
-    ds = createDataSource(db.url, { poolSize: 2 });
-    await ds.initialize();
-    await migrate(ds);
+    database = await migratedTestDatabase('hcp_folded');
+    ds = database.ds;
   });
 
   afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
+    await database?.close();
   });
 
   const createData = (vmId: string, over: Partial<VmCreateRequestedData> = {}): VmCreateRequestedData => ({
