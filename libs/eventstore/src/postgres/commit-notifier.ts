@@ -1,4 +1,5 @@
 import { escapeLiteral, type Pool } from 'pg';
+import { categoryOf, encodeCategories } from './stream-categories';
 
 /**
  * Wakes subscribers after appends have committed.
@@ -11,20 +12,20 @@ import { escapeLiteral, type Pool } from 'pg';
  */
 export class CommitNotifier {
   private sending: Promise<void> | undefined;
-  private pending = false;
-  private readonly script: string;
+  /** Categories of the streams appended to since the last notification went out. */
+  private readonly pending = new Set<string>();
 
   constructor(
     private readonly pool: Pool,
-    channel: string,
-  ) {
-    // Nothing durable is written, so there is no point waiting for a WAL flush.
-    this.script = `BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify(${escapeLiteral(channel)}, ''); COMMIT`;
-  }
+    private readonly channel: string,
+  ) {}
 
-  /** Records that an append committed; a notification follows, shared with any commits around it. */
-  committed(): void {
-    this.pending = true;
+  /**
+   * Records that an append to `streamId` committed; a notification naming its category follows, shared
+   * with any commits around it.
+   */
+  committed(streamId: string): void {
+    this.pending.add(categoryOf(streamId));
     this.sending ??= this.send();
   }
 
@@ -34,10 +35,12 @@ export class CommitNotifier {
   }
 
   private async send(): Promise<void> {
-    while (this.pending) {
-      this.pending = false;
+    while (this.pending.size > 0) {
+      const payload = encodeCategories(this.pending);
+      this.pending.clear();
       try {
-        await this.pool.query(this.script);
+        // Nothing durable is written, so there is no point waiting for a WAL flush.
+        await this.pool.query(`BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify(${escapeLiteral(this.channel)}, ${escapeLiteral(payload)}); COMMIT`);
       } catch {
         // Subscribers poll as well; a failed wake-up costs latency, not events.
       }

@@ -1,4 +1,8 @@
 import type { Notification, Pool, PoolClient } from 'pg';
+import { decodeCategories } from './stream-categories';
+
+/** A subscription's wake-up; `categories` are those of the committed streams, null when unknown. */
+export type Waker = (categories: string[] | null) => void;
 
 const FIRST_RECONNECT_DELAY_MS = 100;
 const MAX_RECONNECT_DELAY_MS = 5_000;
@@ -9,7 +13,7 @@ const MAX_RECONNECT_DELAY_MS = 5_000;
  * is down (and being re-established with backoff) events are still delivered, just later.
  */
 export class NotificationListener {
-  private readonly wakers = new Set<() => void>();
+  private readonly wakers = new Set<Waker>();
   private client: PoolClient | undefined;
   private connecting: Promise<void> | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -24,7 +28,7 @@ export class NotificationListener {
    * Registers a wake-up callback and starts listening if nobody was. Callers need not wait for the
    * connection: every callback is woken once LISTEN is in place, covering what was missed before.
    */
-  add(wake: () => void): void {
+  add(wake: Waker): void {
     this.wakers.add(wake);
     if (!this.client && !this.connecting && !this.reconnectTimer) this.connecting = this.connect();
   }
@@ -33,7 +37,7 @@ export class NotificationListener {
    * Unregisters a callback; the last one out gives the connection back to the pool. A connection still
    * being opened is not waited for (the database may be unreachable): connect() releases it on arrival.
    */
-  async remove(wake: () => void): Promise<void> {
+  async remove(wake: Waker): Promise<void> {
     this.wakers.delete(wake);
     if (this.wakers.size > 0) return;
     clearTimeout(this.reconnectTimer);
@@ -69,7 +73,7 @@ export class NotificationListener {
   }
 
   private readonly onNotification = (msg: Notification): void => {
-    if (msg.channel === this.channel) this.wakeAll();
+    if (msg.channel === this.channel) this.wakeAll(decodeCategories(msg.payload));
   };
 
   private readonly onConnectionLost = (): void => {
@@ -115,8 +119,9 @@ export class NotificationListener {
     client.off('end', this.onConnectionLost);
   }
 
-  private wakeAll(): void {
-    for (const wake of this.wakers) wake();
+  /** Wakes every callback with the stream categories committed to (null: anything may have changed). */
+  private wakeAll(categories: string[] | null = null): void {
+    for (const wake of this.wakers) wake(categories);
   }
 }
 

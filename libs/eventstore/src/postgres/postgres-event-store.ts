@@ -158,6 +158,7 @@ export class PostgresEventStore implements EventStore {
     const subscription = new PostgresSubscription({
       readPage: (after) => this.readSubscriptionPage(after, prefixes),
       listener: this.listener,
+      prefixes,
       handler,
       from,
       pollIntervalMs: this.pollIntervalMs,
@@ -237,7 +238,7 @@ export class PostgresEventStore implements EventStore {
       'COMMIT',
     ]);
     allocation.locked = false;
-    this.notifier.committed();
+    this.notifier.committed(streamId);
     const row = appendedResult!.rows[0] as { position: string; revision: string };
     return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
   }

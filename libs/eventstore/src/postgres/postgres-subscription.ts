@@ -1,5 +1,6 @@
 import type { EventHandler, RecordedEvent, Subscription } from '../event-store.port';
 import type { NotificationListener } from './notification-listener';
+import { concerns } from './stream-categories';
 
 /** One catch-up read, as the store's reader returns it. */
 export interface SubscriptionPage {
@@ -16,6 +17,8 @@ export interface SubscriptionPage {
 export interface PostgresSubscriptionConfig {
   readPage(after: bigint): Promise<SubscriptionPage>;
   listener: NotificationListener;
+  /** The stream prefixes this subscription reads (null: all): commits elsewhere do not wake it. */
+  prefixes: readonly string[] | null;
   handler: EventHandler;
   from: bigint;
   pollIntervalMs: number;
@@ -55,7 +58,9 @@ export class PostgresSubscription implements Subscription {
 
   private async runToEnd(): Promise<void> {
     let failure: { error: unknown } | undefined;
-    const wake = (): void => this.wakeup.signal();
+    const wake = (categories: string[] | null): void => {
+      if (concerns(categories, this.config.prefixes)) this.wakeup.signal();
+    };
     try {
       this.config.listener.add(wake);
       await this.run();
