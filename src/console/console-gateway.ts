@@ -66,6 +66,8 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
     const url = new URL(req.url ?? '/', 'http://hcp.invalid');
     const sessionId = sessionIdOfWebsocketPath(url.pathname);
     if (!sessionId) return refuse(socket, new HcpError('NOT_FOUND', 'no such resource'), traceId);
+    // Checked before the token is spent: ws would refuse such a handshake only after we connected.
+    if (!isWebSocketHandshake(req)) return refuse(socket, new HcpError('INVALID_REQUEST', 'a websocket handshake (version 13, with a key) is required'), traceId);
     let connected: ConnectedConsole;
     try {
       connected = await this.connector.connect(sessionId, url.searchParams.get('token') ?? '', traceId);
@@ -127,6 +129,18 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
       this.watching = false;
     }
   }
+}
+
+/** RFC 6455's opening handshake, as `ws` will insist on it. */
+function isWebSocketHandshake(req: IncomingMessage): boolean {
+  const key = req.headers['sec-websocket-key'];
+  return (
+    req.method === 'GET' &&
+    req.headers.upgrade?.toLowerCase() === 'websocket' &&
+    req.headers['sec-websocket-version'] === '13' &&
+    typeof key === 'string' &&
+    /^[A-Za-z0-9+/]{22}==$/.test(key)
+  );
 }
 
 /** Answers a refused upgrade with the error envelope, as an HTTP response on the raw socket. */

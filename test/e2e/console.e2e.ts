@@ -1,3 +1,4 @@
+import * as http from 'node:http';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { connectConsole, refusedUpgrade } from '../support/console-client';
@@ -107,6 +108,25 @@ describe('console sessions', () => {
     const { url, token } = (await open(runningVm)).body;
     expect((await refusedUpgrade(url, 'x'.repeat(43))).status).toBe(401);
     expect((await refusedUpgrade(url, '')).status).toBe(401);
+    const client = await connectConsole(url, token);
+    client.ws.close();
+    await client.closed;
+  });
+
+  it('refuses a malformed websocket handshake without spending the token', async () => {
+    const { url, token } = (await open(runningVm)).body;
+    const target = new URL(`${url}?token=${token}`.replace(/^ws/, 'http'));
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.request(target, { headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13' } });
+      req.on('response', (res) => resolve(res.statusCode ?? 0));
+      req.on('upgrade', (res, socket) => {
+        socket.destroy();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
     const client = await connectConsole(url, token);
     client.ws.close();
     await client.closed;
