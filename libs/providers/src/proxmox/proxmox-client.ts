@@ -85,6 +85,15 @@ class TryFailure extends Error {
 
 // Failures while connecting: nothing has been sent, so any request may be tried again.
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/** What a socket error says about an exchange: the certificate is not trusted, the connect failed, or the connection broke. */
+function connectionFailure(err: NodeJS.ErrnoException): TryFailure {
+  const code = err instanceof TlsTrustError ? err.code : (err.code ?? 'ECONNRESET');
+  if (err instanceof TlsTrustError || isTlsTrustFailure(code)) return new TryFailure('trust', code, 'untrusted certificate');
+  if (CONNECT_CODES.has(code)) return new TryFailure('connect', code, 'connect failed');
+  if (code === 'ETIMEDOUT') return new TryFailure('connect', code, 'connect timed out');
+  return new TryFailure('transport', code, 'connection failed');
+}
 // Statuses worth a second try of an idempotent call: gateway trouble and pveproxy's pseudo statuses.
 const RETRY_STATUSES = new Set([502, 503, 504, 595, 596, 597, 599]);
 const RETRY_500_MESSAGES = [/got no worker upid/i, /try again/i];
@@ -206,7 +215,7 @@ export class ProxmoxClient {
       const auth = await this.authHeaders('GET', ctx);
       return await this.upgrade(apiPath(template, values), params, auth.headers, ctx, operation);
     } catch (err) {
-      throw this.scrub(err, options.secrets);
+      throw this.scrub(err instanceof TryFailure ? this.failureToError(err, operation, ctx) : err, options.secrets);
     }
   }
 
@@ -394,29 +403,8 @@ export class ProxmoxClient {
       headers['Content-Type'] = 'application/x-www-form-urlencoded';
       headers['Content-Length'] = body.length;
     }
-    const remaining = ctx.deadline.getTime() - this.now();
-    const limit = Math.max(1, Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs, remaining));
-    const cutByDeadline = remaining <= Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
-
     return new Promise<RawAnswer>((resolve, reject) => {
-      let done = false;
-      const finish = (fn: () => void) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        ctx.signal.removeEventListener('abort', onAbort);
-        fn();
-      };
-      const fail = (failure: TryFailure) =>
-        finish(() => {
-          req.destroy();
-          reject(failure);
-        });
-      const onAbort = () => fail(new TryFailure('aborted', 'ABORTED', 'aborted'));
-      const timer = setTimeout(
-        () => fail(new TryFailure(cutByDeadline ? 'deadline' : 'timeout', 'ETIMEDOUT', 'timed out')),
-        limit,
-      );
+      const { finish, fail, watchAbort } = this.settleOnce(ctx, Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs), () => req.destroy(), reject);
       const req = https.request(
         {
           protocol: 'https:',
@@ -464,24 +452,8 @@ export class ProxmoxClient {
           );
         },
       );
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        const code = err instanceof TlsTrustError ? err.code : (err.code ?? 'ECONNRESET');
-        if (err instanceof TlsTrustError || isTlsTrustFailure(code)) {
-          fail(new TryFailure('trust', code, 'untrusted certificate'));
-        } else if (CONNECT_CODES.has(code)) {
-          fail(new TryFailure('connect', code, 'connect failed'));
-        } else if (code === 'ETIMEDOUT') {
-          fail(new TryFailure('connect', code, 'connect timed out'));
-        } else {
-          fail(new TryFailure('transport', code, 'connection failed'));
-        }
-      });
-      if (ctx.signal.aborted) {
-        onAbort();
-        return;
-      }
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
-      req.end(body);
+      req.on('error', (err: NodeJS.ErrnoException) => fail(connectionFailure(err)));
+      if (watchAbort()) req.end(body);
     });
   }
 
@@ -489,9 +461,6 @@ export class ProxmoxClient {
     this.stats.requests++;
     const base = this.options.endpoint;
     const url = `wss://${base.host}${base.pathname.replace(/\/$/, '')}/api2/json${path}?${encodeParams(params)}`;
-    const remaining = ctx.deadline.getTime() - this.now();
-    const limit = Math.max(1, Math.min(this.requestTimeoutMs, remaining));
-    const cutByDeadline = remaining <= this.requestTimeoutMs;
     const headers: Record<string, string> = { ...authHeaders };
     if (ctx.trace_id && /^[\x21-\x7e]{1,128}$/.test(ctx.trace_id)) headers['X-Request-Id'] = ctx.trace_id;
 
@@ -501,21 +470,7 @@ export class ProxmoxClient {
       const stream = createWebSocketStream(ws);
       // Until the caller takes the stream, its errors are this promise's (see the ws listener below).
       stream.on('error', () => undefined);
-      let done = false;
-      const finish = (fn: () => void) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        ctx.signal.removeEventListener('abort', onAbort);
-        fn();
-      };
-      const fail = (error: HcpError) =>
-        finish(() => {
-          ws.terminate();
-          reject(error);
-        });
-      const onAbort = () => fail(timeoutError(operation, 'aborted'));
-      const timer = setTimeout(() => fail(timeoutError(operation, cutByDeadline ? 'deadline' : 'request-timeout')), limit);
+      const { finish, fail, watchAbort } = this.settleOnce(ctx, this.requestTimeoutMs, () => ws.terminate(), reject);
       ws.once('open', () => finish(() => resolve(stream)));
       ws.once('unexpected-response', (req, res) => {
         const chunks: Buffer[] = [];
@@ -524,7 +479,7 @@ export class ProxmoxClient {
           size += chunk.length;
           if (size <= 64 * 1024) chunks.push(chunk);
         });
-        res.on('error', () => fail(transportError('ECONNRESET', operation, 'the connection to the provider failed')));
+        res.on('error', () => fail(new TryFailure('transport', 'ECONNRESET', 'answer cut off')));
         res.on('end', () => {
           let body: unknown;
           try {
@@ -537,22 +492,47 @@ export class ProxmoxClient {
         });
       });
       // Errors after the upgrade belong to whoever reads the stream; this listener keeps them from crashing the process.
-      ws.on('error', (err: NodeJS.ErrnoException) => {
-        const code = err instanceof TlsTrustError ? err.code : (err.code ?? 'ECONNRESET');
-        if (err instanceof TlsTrustError || isTlsTrustFailure(code)) {
-          fail(transportError(code, operation, "the provider's TLS certificate is not trusted", false));
-        } else if (CONNECT_CODES.has(code) || code === 'ETIMEDOUT') {
-          fail(transportError(code, operation, 'the provider is not reachable'));
-        } else {
-          fail(transportError(code, operation, 'the connection to the provider failed'));
-        }
+      ws.on('error', (err: NodeJS.ErrnoException) => fail(connectionFailure(err)));
+      watchAbort();
+    });
+  }
+
+  /**
+   * The one outcome of an exchange: whichever comes first of its answer (`finish`), its time limit (the
+   * request timeout, or the call's deadline when that is sooner) and the call's abort signal settles it;
+   * a failure tears the attempt down with `cancel` first. `watchAbort` starts listening for the abort
+   * once the attempt exists, and says whether the call is still on.
+   */
+  private settleOnce(ctx: CallContext, requestTimeoutMs: number, cancel: () => void, reject: (error: Error) => void) {
+    const remaining = ctx.deadline.getTime() - this.now();
+    const cutByDeadline = remaining <= requestTimeoutMs;
+    let done = false;
+    const finish = (fn: () => void) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', onAbort);
+      fn();
+    };
+    const fail = (error: Error) =>
+      finish(() => {
+        cancel();
+        reject(error);
       });
+    const onAbort = () => fail(new TryFailure('aborted', 'ABORTED', 'aborted'));
+    const timer = setTimeout(
+      () => fail(new TryFailure(cutByDeadline ? 'deadline' : 'timeout', 'ETIMEDOUT', 'timed out')),
+      Math.max(1, Math.min(requestTimeoutMs, remaining)),
+    );
+    const watchAbort = (): boolean => {
       if (ctx.signal.aborted) {
         onAbort();
-        return;
+        return false;
       }
       ctx.signal.addEventListener('abort', onAbort, { once: true });
-    });
+      return true;
+    };
+    return { finish, fail, watchAbort };
   }
 
   private secrets(): string[] {
