@@ -13,17 +13,8 @@ export interface AuditFilter {
   to?: string;
 }
 
-interface AuditRow extends ObjectLiteral {
-  id: string;
-  created_at: Date;
-  actor: string | null;
-  action: string;
-  target: Record<string, string>;
-  project_id: string | null;
-  result: string;
-  trace_id: string | null;
-  details: Record<string, unknown>;
-}
+/** An `audit_log` row: the record, keyed by its event id, with the time as the database returns it. */
+type AuditRow = ObjectLiteral & Omit<AuditRecord, 'event_id' | 'occurred_at'> & { id: string; created_at: Date };
 
 /** The audit trail for auditors, newest first, from the audit read model. */
 @Injectable()
