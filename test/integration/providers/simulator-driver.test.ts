@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { HcpError } from '@hcp/domain';
 import {
   connectRfbServer,
   SimulatorDriver,
@@ -12,7 +11,7 @@ import {
   type CreateVmSpec,
   type SimulatorLatency,
 } from '@hcp/providers';
-import { closedStream, readServerInit } from './driver-contract';
+import { caught, closedStream, readServerInit } from './driver-contract';
 
 const DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
 // A schema of its own per run, so parallel test files and leftovers from a crashed run never collide.
@@ -78,17 +77,6 @@ function driver(options: { latency?: Partial<SimulatorLatency>; faults?: string;
     clusterId: CLUSTER,
     providerId: PROVIDER,
   });
-}
-
-
-async function caught(promise: Promise<unknown>): Promise<HcpError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof HcpError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
 }
 
 describe('SimulatorDriver on PostgreSQL', () => {
