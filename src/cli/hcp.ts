@@ -18,7 +18,7 @@ import { loadSecretsFromEnv } from '@hcp/secrets';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
 import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
 import { createDataSource } from '../persistence/data-source';
-import { startEmbeddedPostgres } from '../persistence/embedded-postgres';
+import { startEmbeddedPostgres } from '@hcp/local-postgres';
 
 const USAGE = 'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name>';
 

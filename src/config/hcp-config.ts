@@ -18,7 +18,8 @@ export interface HcpConfig {
   dataDir: string;
   /** Unset: HCP starts its own PostgreSQL inside `dataDir`. */
   databaseUrl: string | null;
-  embeddedPostgresPort: number;
+  /** Unset: the embedded PostgreSQL picks a free loopback port once per data folder and keeps it there. */
+  embeddedPostgresPort: number | undefined;
   /** Unset: events live in PostgreSQL beside the read models. */
   eventStoreConnectionString: string | null;
   roles: HcpRole[];
@@ -71,7 +72,7 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
   { name: 'HOST', default: '0.0.0.0', description: 'address the API listens on' },
   { name: 'HCP_DATA_DIR', default: './.hcp', description: 'data folder: embedded PostgreSQL, dev signing key' },
   { name: 'DATABASE_URL', default: '', description: 'PostgreSQL URL; empty starts an embedded PostgreSQL in HCP_DATA_DIR' },
-  { name: 'HCP_EMBEDDED_PG_PORT', default: '54329', description: 'loopback port of the embedded PostgreSQL' },
+  { name: 'HCP_EMBEDDED_PG_PORT', default: '', description: 'loopback port of the embedded PostgreSQL; empty picks a free one per data folder and remembers it there' },
   { name: 'EVENTSTORE_CONNECTION_STRING', default: '', description: 'EventStoreDB URL (esdb://...); empty keeps events in PostgreSQL' },
   { name: 'HCP_ROLES', default: 'api,worker,projections', description: 'what this process runs: api, worker, projections (comma-separated)' },
   { name: 'LOG_LEVEL', default: 'info', description: 'trace, debug, info, warn, error or fatal' },
@@ -182,7 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
     host: raw('HOST'),
     dataDir: path.resolve(raw('HCP_DATA_DIR')),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
-    embeddedPostgresPort: int('HCP_EMBEDDED_PG_PORT', 1024, 65535),
+    embeddedPostgresPort: raw('HCP_EMBEDDED_PG_PORT') === '' ? undefined : int('HCP_EMBEDDED_PG_PORT', 1024, 65535),
     eventStoreConnectionString: url('EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
     roles: [...new Set(roles)],
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS),

@@ -6,11 +6,11 @@ import { exportJWK } from 'jose';
 import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
 import { createHcpUpcasters } from '@hcp/domain';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
+import { startEmbeddedPostgres } from '@hcp/local-postgres';
 import { SimulatorState } from '@hcp/providers';
 import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
-import { startEmbeddedPostgres } from '../persistence/embedded-postgres';
 import { migrate } from '../persistence/migrate';
 import { DriverFactory } from '../providers/driver-factory';
 

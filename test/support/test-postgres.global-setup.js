@@ -25,7 +25,7 @@ module.exports = async function globalSetup(globalConfig) {
   if (!needsServer) return;
   require('ts-node').register({ project: path.join(root, 'tsconfig.json'), transpileOnly: true });
   require('tsconfig-paths').register({ baseUrl: root, paths: require(path.join(root, 'tsconfig.json')).compilerOptions.paths });
-  const { startEmbeddedPostgres } = require(path.join(root, 'src/persistence/embedded-postgres.ts'));
+  const { startEmbeddedPostgres } = require(path.join(root, 'libs/local-postgres/src/index.ts'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hcp-test-pg-'));
   fs.chmodSync(dataDir, 0o755);
   const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), logger: { log() {}, warn: (m) => console.warn(m) } });

@@ -23,7 +23,7 @@ export interface EmbeddedPostgresOptions {
   /** HCP's data folder. The cluster lives in `<dataDir>/postgres`. */
   dataDir: string;
   /** Loopback TCP port. */
-  port: number;
+  port?: number;
   logger?: EmbeddedPostgresLogger;
 }
 
@@ -84,8 +84,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     // Recognising a leftover server safely needs /proc or ps; without them we could kill a stranger.
     throw new Error(`the embedded PostgreSQL supports Linux and macOS, not ${process.platform}; set DATABASE_URL`);
   }
-  if (!Number.isInteger(options.port) || options.port < 1 || options.port > 65535) {
-    throw new Error(`embedded PostgreSQL: invalid port ${options.port}`);
+  const port = options.port ?? 54329;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`embedded PostgreSQL: invalid port ${port}`);
   }
 
   const binDir = postgresBinDir();
@@ -99,7 +100,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   const clusterExists = await exists(path.join(pgdata, 'PG_VERSION'));
   const credentials = await loadOrCreateCredentials(path.join(dataDir, CREDENTIALS_FILE), clusterExists, logger);
-  const ctx: Context = { dataDir, pgdata, port: options.port, binDir, runAs, credentials, logger };
+  const ctx: Context = { dataDir, pgdata, port, binDir, runAs, credentials, logger };
 
   if (!clusterExists) await initCluster(ctx);
 

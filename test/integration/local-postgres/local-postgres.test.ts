@@ -4,12 +4,12 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../src/persistence/embedded-postgres';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '@hcp/local-postgres';
 
 // Real initdb and postgres processes; a first start takes about a second, a child under ts-node a few more.
 jest.setTimeout(120_000);
 
-const MODULE_PATH = path.resolve(__dirname, '../../../src/persistence/embedded-postgres.ts');
+const MODULE_PATH = path.resolve(__dirname, '../../../libs/local-postgres/src/index.ts');
 const REPO_ROOT = path.resolve(__dirname, '../../..');
 
 interface Recorder {

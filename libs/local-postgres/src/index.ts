@@ -1,0 +1,1 @@
+export { startEmbeddedPostgres, type EmbeddedPostgres, type EmbeddedPostgresLogger, type EmbeddedPostgresOptions } from './embedded-postgres';
