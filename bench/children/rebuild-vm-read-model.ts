@@ -16,8 +16,8 @@ import { createHcpUpcasters } from '../../libs/domain/src';
 import { DomainEventCodec, PostgresEventStore } from '../../libs/eventstore/src';
 import { ProjectionRunner } from '../../projections/runner/projection-runner';
 import { vmReadModelProjection } from '../../projections/vm-read-model/vm-read-model.projection';
-import { createDataSource } from '../../src/persistence/data-source';
-import { migrate } from '../../src/persistence/migrate';
+import { createDataSource } from '../../src/platform/persistence/data-source';
+import { migrate } from '../../src/platform/persistence/migrate';
 
 const hwmMb = (): number => Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
 

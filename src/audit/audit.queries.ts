@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, ObjectLiteral } from 'typeorm';
 import { AuditRecord } from '@hcp/domain';
-import { keysetPage, Page } from '../queries/keyset-page';
+import { keysetPage, Page } from '../platform/persistence/keyset-page';
 
 export interface AuditFilter {
   project?: string;

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { HcpError } from '@hcp/domain';
-import { eventContext } from '../eventing/event-context';
-import { nameBasedId } from '../eventing/name-based-id';
+import { eventContext } from '../platform/event-sourcing/event-context';
+import { nameBasedId } from '../platform/event-sourcing/name-based-id';
 import { OpsCatalogCommands } from '../ops/ops-catalog.commands';
 import { OpsCatalogQueries } from '../ops/ops-catalog.queries';
 

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { Capabilities, OpsKind } from '@hcp/domain';
 import { OpsResource } from '../ops/ops-catalog.queries';
-import { DriverRegistry } from '../providers/driver-registry';
+import { DriverRegistry } from '../ops/drivers/driver-registry';
 
 interface CatalogRow {
   kind: OpsKind;

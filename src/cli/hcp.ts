@@ -16,8 +16,8 @@ import { EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eve
 import { replayAudit } from '../audit/audit-replay';
 import { loadSecretsFromEnv } from '@hcp/secrets';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
-import { ProviderCredentialsStore } from '../ops/provider-credentials.store';
-import { createDataSource } from '../persistence/data-source';
+import { ProviderCredentialsStore } from '../ops/drivers/provider-credentials.store';
+import { createDataSource } from '../platform/persistence/data-source';
 import { startEmbeddedPostgres } from '@hcp/local-postgres';
 
 const USAGE = 'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name>';

@@ -10,8 +10,8 @@ import {
   VmState,
 } from '@hcp/domain';
 import { connectRfbServer, RfbHandshakeError } from '@hcp/providers';
-import { eventContext } from '../eventing/event-context';
-import { DriverRegistry } from '../providers/driver-registry';
+import { eventContext } from '../platform/event-sourcing/event-context';
+import { DriverRegistry } from '../ops/drivers/driver-registry';
 import { VmRepository } from '../vms/vm.repository';
 import { ConsoleSessionRepository } from './console-session.repository';
 import { consoleTokenDigest } from './open-console-session.handler';

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConsoleSessionEvent, ConsoleSessionState, consoleSessionStreamId, evolveConsoleSession } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository } from '../eventing/aggregate-repository';
-import { EVENT_STORE } from '../eventing/tokens';
+import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
+import { EVENT_STORE } from '../platform/tokens';
 
 /** Console sessions live in the event store, so any HCP instance can take a session's one connection. */
 @Injectable()

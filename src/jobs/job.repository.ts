@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EventContext, evolveJob, JobEvent, JobQueued, JobState, jobStreamId } from '@hcp/domain';
 import { DomainEventCodec, EventStore, WrongExpectedRevisionError } from '@hcp/eventstore';
-import { AggregateRepository } from '../eventing/aggregate-repository';
-import { EVENT_STORE } from '../eventing/tokens';
+import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
+import { EVENT_STORE } from '../platform/tokens';
 
 @Injectable()
 export class JobRepository extends AggregateRepository<JobState, JobEvent> {

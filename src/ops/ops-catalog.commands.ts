@@ -16,10 +16,10 @@ import {
   ProviderSpec,
   ZoneSpec,
 } from '@hcp/domain';
-import { DriverFactory } from '../providers/driver-factory';
+import { DriverFactory } from './drivers/driver-factory';
 import { OpsCatalogQueries } from './ops-catalog.queries';
 import { OpsResourceRepository } from './ops-resource.repository';
-import { ProviderCredentialsStore } from './provider-credentials.store';
+import { ProviderCredentialsStore } from './drivers/provider-credentials.store';
 
 export type ProviderInput = Omit<ProviderSpec, 'has_credentials'> & { credentials?: Record<string, unknown> };
 

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { decideOpsResource, EventContext, evolveOpsResource, OpsCommand, OpsKind, OpsResourceEvent, OpsResourceState, opsStreamId } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository } from '../eventing/aggregate-repository';
-import { EVENT_STORE } from '../eventing/tokens';
+import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
+import { EVENT_STORE } from '../platform/tokens';
 
 /** The event-sourced ops aggregates (one repository per kind, all alike). */
 @Injectable()

@@ -1,6 +1,6 @@
 import { OpsResourceState } from '@hcp/domain';
 import { OpsResource } from './ops-catalog.queries';
-import { ProviderHealth } from './provider-health';
+import { ProviderHealth } from './drivers/provider-health';
 
 type Resource<K extends 'provider' | 'cluster' | 'zone' | 'image' | 'flavor'> = OpsResource<K> | OpsResourceState<K>;
 

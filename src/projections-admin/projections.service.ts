@@ -4,7 +4,7 @@ import { conflict, notFound } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { readModelProjections, SILENT_SINKS } from '@hcp/projections/read-models';
 import { rebuildProjection, RebuildResult } from '@hcp/projections/runner/projection-rebuild';
-import { EVENT_STORE } from '../eventing/tokens';
+import { EVENT_STORE } from '../platform/tokens';
 
 /** Process managers: shown with their position, never rebuilt (they act on the world). */
 const PROCESS_MANAGERS = ['job-dispatcher', 'quota-release'];

@@ -3,8 +3,8 @@ import { EventContext } from '@hcp/domain';
 import { QuotaEvent, quotaStreamId } from '@hcp/domain/quota/quota.events';
 import { evolveQuota, evolveQuotaAll, QuotaState } from '@hcp/domain/quota/quota.state-machine';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository, RetryOptions } from '../eventing/aggregate-repository';
-import { EVENT_STORE } from '../eventing/tokens';
+import { AggregateRepository, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
+import { EVENT_STORE } from '../platform/tokens';
 
 /**
  * Every create and delete of a project's VMs goes through its one quota stream, so that stream sees far

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { notFound } from '@hcp/domain';
 import { VmReadModelRow } from '@hcp/projections/vm-read-model/vm-read-model.entity';
-import { keysetPageSql, Page, SqlConditions } from '../queries/keyset-page';
+import { keysetPageSql, Page, SqlConditions } from '../platform/persistence/keyset-page';
 import { presentVm, VmView } from './vm.presenter';
 
 type PageRow = Pick<VmReadModelRow, 'id' | 'created_at' | 'state'>;

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { evolveVm, notFound, VmCreateRequested, VmCreateRequestedData, VmEvent, VmState, vmStreamId } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository } from '../eventing/aggregate-repository';
-import { EVENT_STORE } from '../eventing/tokens';
+import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
+import { EVENT_STORE } from '../platform/tokens';
 
 @Injectable()
 export class VmRepository extends AggregateRepository<VmState, VmEvent> {

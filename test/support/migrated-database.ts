@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
-import { createDataSource } from '../../src/persistence/data-source';
-import { migrate } from '../../src/persistence/migrate';
+import { createDataSource } from '../../src/platform/persistence/data-source';
+import { migrate } from '../../src/platform/persistence/migrate';
 import { createTestDatabase, TestDatabase } from './test-database';
 
 export interface MigratedDatabase {

@@ -2,9 +2,9 @@ import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { decideVm, EventContext, HcpError, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
 import { QuotaService } from '../../quotas/quota.service';
 import { CatalogService } from '../../catalog/catalog.service';
-import { eventContext } from '../../eventing/event-context';
-import { JobAdmission } from '../../jobs/job-admission';
-import { idsFor, JobAccepted, RequestContext } from '../request-context';
+import { eventContext } from '../../platform/event-sourcing/event-context';
+import { JobAdmission } from '../../jobs/queue/job-admission';
+import { idsFor, JobAccepted, RequestContext } from '../../http/request/request-context';
 import { VmRepository } from '../vm.repository';
 
 export interface CreateVmInput {

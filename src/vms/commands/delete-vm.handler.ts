@@ -1,5 +1,5 @@
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { JobAccepted, RequestContext } from '../request-context';
+import { JobAccepted, RequestContext } from '../../http/request/request-context';
 import { VmOperationRequester } from './vm-operation-requester';
 
 export class DeleteVmCommand {

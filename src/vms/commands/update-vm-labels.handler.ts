@@ -1,7 +1,7 @@
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
 import { decideVm, notFound, VmState } from '@hcp/domain';
-import { eventContext } from '../../eventing/event-context';
-import { RequestContext } from '../request-context';
+import { eventContext } from '../../platform/event-sourcing/event-context';
+import { RequestContext } from '../../http/request/request-context';
 import { VmRepository } from '../vm.repository';
 
 export class UpdateVmLabelsCommand {

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { capabilitiesForAction, decideVm, HcpError, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
-import { DriverRegistry } from '../../providers/driver-registry';
-import { eventContext } from '../../eventing/event-context';
-import { JobAdmission } from '../../jobs/job-admission';
-import { idsFor, JobAccepted, RequestContext } from '../request-context';
+import { DriverRegistry } from '../../ops/drivers/driver-registry';
+import { eventContext } from '../../platform/event-sourcing/event-context';
+import { JobAdmission } from '../../jobs/queue/job-admission';
+import { idsFor, JobAccepted, RequestContext } from '../../http/request/request-context';
 import { VmRepository } from '../vm.repository';
 
 type OperationCommand = Extract<VmCommand, { job_id: string }>;

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
-import { IdempotencyStore } from '../../../src/idempotency/idempotency-store';
-import { createDataSource } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
+import { IdempotencyStore } from '../../../src/http/idempotency/idempotency-store';
+import { createDataSource } from '../../../src/platform/persistence/data-source';
+import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, TestDatabase } from '../../support/test-database';
 
 describe('idempotency store', () => {

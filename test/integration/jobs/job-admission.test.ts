@@ -3,10 +3,10 @@ import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { createHcpUpcasters, decideVm, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
 import { DecodedEvent, DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
-import { eventContext } from '../../../src/eventing/event-context';
-import { JobAdmission } from '../../../src/jobs/job-admission';
-import { JobDispatcherProjection } from '../../../src/jobs/job-dispatcher.projection';
-import { JobQueue } from '../../../src/jobs/job-queue';
+import { eventContext } from '../../../src/platform/event-sourcing/event-context';
+import { JobAdmission } from '../../../src/jobs/queue/job-admission';
+import { JobDispatcherProjection } from '../../../src/vms/jobs/vm-job-dispatcher.projection';
+import { JobQueue } from '../../../src/jobs/queue/job-queue';
 import { JobRepository } from '../../../src/jobs/job.repository';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 

@@ -1,6 +1,6 @@
-import { createDataSource, schemaStatus } from '../../../src/persistence/data-source';
-import { MIGRATIONS } from '../../../src/persistence/migrations';
-import { migrate } from '../../../src/persistence/migrate';
+import { createDataSource, schemaStatus } from '../../../src/platform/persistence/data-source';
+import { MIGRATIONS } from '../../../src/platform/persistence/migrations';
+import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../../support/test-database';
 
 const TABLES = ['idempotency_keys', 'hcp_events', 'job_queue', 'projection_checkpoints', 'vm_read_model', 'job_read_model', 'ops_resources', 'provider_credentials', 'provider_health', 'cluster_allocations', 'cluster_usage', 'project_quotas', 'quota_vm_projects', 'audit_log', 'audit_jobs', 'metering_records', 'metering_vms'];

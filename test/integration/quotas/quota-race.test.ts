@@ -20,10 +20,10 @@ import { QuotaReadModelRow } from '@hcp/projections/quota-read-model/quota-read-
 import { QUOTA_READ_MODEL, quotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
 import { Projection } from '@hcp/projections/runner/projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
-import { eventContext } from '../../../src/eventing/event-context';
-import { createDataSource, ENTITIES } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
-import { ProjectQuotas1767398400000 } from '../../../src/persistence/migrations/1767398400000-project-quotas';
+import { eventContext } from '../../../src/platform/event-sourcing/event-context';
+import { createDataSource, ENTITIES } from '../../../src/platform/persistence/data-source';
+import { migrate } from '../../../src/platform/persistence/migrate';
+import { ProjectQuotas1767398400000 } from '../../../src/platform/persistence/migrations/1767398400000-project-quotas';
 import { QUOTA_RELEASE, QuotaReleaseProjection } from '../../../src/quotas/quota-release.projection';
 import { QuotaRepository } from '../../../src/quotas/quota.repository';
 import { QuotaService } from '../../../src/quotas/quota.service';

@@ -5,12 +5,12 @@ import { createHcpUpcasters, decideVm, VmCreateRequestedData } from '@hcp/domain
 import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { quotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
-import { eventContext } from '../../../src/eventing/event-context';
-import { createDataSource } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
+import { eventContext } from '../../../src/platform/event-sourcing/event-context';
+import { createDataSource } from '../../../src/platform/persistence/data-source';
+import { migrate } from '../../../src/platform/persistence/migrate';
 import { QuotaRepository } from '../../../src/quotas/quota.repository';
 import { QuotaService } from '../../../src/quotas/quota.service';
-import { QuotaSweeper } from '../../../src/quotas/quota-sweeper';
+import { QuotaSweeper } from '../../../src/vms/quota-sweeper';
 import { VmRepository } from '../../../src/vms/vm.repository';
 import { createTestDatabase, TestDatabase } from '../../support/test-database';
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { Keyring, LocalKeyWrapper, SecretBox } from '@hcp/secrets';
-import { ProviderCredentialsStore } from '../../../src/ops/provider-credentials.store';
-import { createDataSource } from '../../../src/persistence/data-source';
-import { migrate } from '../../../src/persistence/migrate';
+import { ProviderCredentialsStore } from '../../../src/ops/drivers/provider-credentials.store';
+import { createDataSource } from '../../../src/platform/persistence/data-source';
+import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, TestDatabase } from '../../support/test-database';
 
 const key = () => randomBytes(32).toString('base64');

@@ -1,0 +1,41 @@
+import 'reflect-metadata';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { RequestMethod } from '@nestjs/common';
+import { ROUTE_POLICIES, routeKey } from '@hcp/auth';
+import { CONTROLLERS } from '../../app-controllers';
+
+/** Every route the controllers declare, as `METHOD /path` the way Express reports `req.route.path`. */
+function declaredRoutes(): string[] {
+  const routes: string[] = [];
+  for (const controller of CONTROLLERS) {
+    const base = Reflect.getMetadata(PATH_METADATA, controller) as string;
+    for (const name of Object.getOwnPropertyNames(controller.prototype)) {
+      const handler = (controller.prototype as unknown as Record<string, object>)[name];
+      if (name === 'constructor' || typeof handler !== 'function') continue;
+      const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+      const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
+      if (method === undefined || path === undefined) continue;
+      const full = `/${[base, path].map((p) => p.replace(/^\/+|\/+$/g, '')).filter(Boolean).join('/')}`;
+      routes.push(routeKey(RequestMethod[method], full));
+    }
+  }
+  return routes.sort();
+}
+
+describe('route policy table', () => {
+  it('has a policy for every route a controller declares', () => {
+    const missing = declaredRoutes().filter((r) => !ROUTE_POLICIES[r]);
+    expect(missing).toEqual([]);
+  });
+
+  it('lists no route that no controller serves', () => {
+    const declared = new Set(declaredRoutes());
+    expect(Object.keys(ROUTE_POLICIES).filter((r) => !declared.has(r))).toEqual([]);
+  });
+
+  it('marks every job-starting route as taking an Idempotency-Key, and only POST and DELETE', () => {
+    for (const [route, policy] of Object.entries(ROUTE_POLICIES)) {
+      if ('starts_job' in policy && policy.starts_job) expect(route).toMatch(/^(POST|DELETE) /);
+    }
+  });
+});

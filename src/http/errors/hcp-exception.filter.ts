@@ -1,0 +1,55 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { HcpError } from '@hcp/domain';
+import { Principal, routeKey } from '@hcp/auth';
+import { RequestRecorder } from '../request/request-recorder';
+import { envelopeOf, toTaxonomyError } from './error-envelope';
+import { traceIdOf } from '../request/request-id';
+
+/** Every error path of the API answers the taxonomy envelope, with the request's trace id. */
+@Catch()
+export class HcpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('http');
+
+  constructor(private readonly recorder: RequestRecorder) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const req = http.getRequest<RefusableRequest>();
+    const res = http.getResponse<Response>();
+    const error = toTaxonomyError(exception);
+    if (!isRefusal(error, req)) return renderError(exception, req, res, this.logger);
+    // A refused request is an audit fact: record it, then answer (an unrecordable refusal is still refused).
+    const projectId = typeof req.params?.project_id === 'string' ? req.params.project_id : null;
+    this.recorder
+      .refused(
+        { actor: req.user?.sub ?? null, action: routeKey(req.method, req.route?.path ?? req.path), method: req.method, path: req.originalUrl, project_id: projectId, code: error.code, status: error.httpStatus },
+        traceIdOf(req),
+      )
+      .catch((err) => this.logger.error({ msg: 'could not record a refused request', trace_id: traceIdOf(req), err }))
+      .finally(() => renderError(exception, req, res, this.logger));
+  }
+}
+
+type RefusableRequest = Request & { user?: Principal; accessRefused?: boolean; route?: { path?: string } };
+
+/** Refused: not authenticated, not allowed (including the NOT_FOUND that hides a project), or throttled. */
+function isRefusal(error: HcpError, req: RefusableRequest): boolean {
+  return error.code === 'UNAUTHORIZED' || error.code === 'RATE_LIMITED' || error.code === 'FORBIDDEN' || (error.code === 'NOT_FOUND' && req.accessRefused === true);
+}
+
+/** Express error middleware for what fails before Nest's router (body parsing, size limits). */
+export function expressErrorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
+    if (res.headersSent) return next(err);
+    renderError(err, req, res, logger);
+  };
+}
+
+function renderError(exception: unknown, req: Request, res: Response, logger: Logger): void {
+  const error = toTaxonomyError(exception);
+  if (error.code === 'INTERNAL_ERROR' && !(exception instanceof HcpError) && !(exception instanceof HttpException)) {
+    logger.error({ msg: 'unhandled error', trace_id: traceIdOf(req), err: exception });
+  }
+  res.status(error.httpStatus).json(envelopeOf(error, traceIdOf(req)));
+}

@@ -1,0 +1,21 @@
+import { randomUUID } from 'node:crypto';
+import { nameBasedId } from '../../platform/event-sourcing/name-based-id';
+
+/** Who is asking, and the request id that ties logs, events, jobs and errors together. */
+export interface RequestContext {
+  actor: string;
+  traceId: string;
+  /** The request's Idempotency-Key: ids are then derived from it, so a retry lands on the same job. */
+  idempotencyKey?: string;
+}
+
+/** Ids of what a request creates: random, or derived from its idempotency key. */
+export function idsFor(ctx: RequestContext, projectId: string, kind: 'vm' | 'job'): string {
+  return ctx.idempotencyKey ? nameBasedId('hcp-idempotency', projectId, ctx.idempotencyKey, kind) : randomUUID();
+}
+
+/** The 202 answer of every infrastructure-changing command. */
+export interface JobAccepted {
+  resource_id: string;
+  job_id: string;
+}

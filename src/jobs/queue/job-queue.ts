@@ -1,0 +1,105 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import type { JobQueued } from '@hcp/domain';
+import { queryReturning } from '../../platform/persistence/returning';
+
+/** Channel that wakes idle workers when jobs become due. */
+export const JOB_QUEUE_CHANNEL = 'hcp_job_queue';
+
+export interface LeasedJob {
+  job_id: string;
+  project_id: string;
+  type: string;
+  resource_id: string;
+  /** How many times this job has been leased, this lease included. */
+  leases: number;
+  /** The previous holder's lease ran out (it crashed or hung): its attempt must be written off. */
+  reclaimed: boolean;
+}
+
+export interface NewQueuedJob {
+  job_id: string;
+  project_id: string;
+  type: string;
+  resource_id: string;
+}
+
+export function queuedJobOf({ data }: JobQueued): NewQueuedJob {
+  return { job_id: data.job_id, project_id: data.project_id, type: data.type, resource_id: data.resource_id };
+}
+
+/**
+ * The lease table behind the sagas, usable by an in-process worker and (later) a remote host agent
+ * alike: lease due jobs, renew while working, then complete or requeue. Every call is guarded by the
+ * lease owner, so a worker that lost its lease can no longer change the job's row.
+ */
+@Injectable()
+export class JobQueue {
+  constructor(private readonly db: DataSource) {}
+
+  /** Inserts queue rows for newly requested jobs (inside the dispatcher's transaction) and wakes workers. */
+  async enqueue(tx: EntityManager, jobs: NewQueuedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await tx.query(
+      `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
+       SELECT j.job_id, j.project_id, j.type, j.resource_id, 'queued', now()
+       FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid)
+       ON CONFLICT (job_id) DO NOTHING`,
+      [JSON.stringify(jobs)],
+    );
+    await tx.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`);
+  }
+
+  /** Which of these jobs have a queue row already (whoever inserted it also recorded their JobQueued). */
+  async existing(tx: EntityManager, jobIds: string[]): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows: Array<{ job_id: string }> = await tx.query(`SELECT job_id FROM job_queue WHERE job_id = ANY($1::uuid[])`, [jobIds]);
+    return new Set(rows.map((r) => r.job_id));
+  }
+
+  async lease(owner: string, leaseMs: number, limit: number): Promise<LeasedJob[]> {
+    const rows = await queryReturning(
+      this.db,
+      `WITH due AS (
+         SELECT job_id, status AS previous_status FROM job_queue
+         WHERE (status = 'queued' AND available_at <= now()) OR (status = 'leased' AND lease_expires_at < now())
+         ORDER BY available_at
+         LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       UPDATE job_queue q
+       SET status = 'leased', lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+           leases = q.leases + 1, updated_at = now()
+       FROM due WHERE q.job_id = due.job_id
+       RETURNING q.job_id, q.project_id, q.type, q.resource_id, q.leases, due.previous_status = 'leased' AS reclaimed`,
+      [owner, leaseMs, limit],
+    );
+    return rows as unknown as LeasedJob[];
+  }
+
+  /** Extends the lease; false when it was lost (expired and taken by another worker). */
+  async renew(jobId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const rows = await queryReturning(
+      this.db,
+      `UPDATE job_queue SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
+       WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased' RETURNING job_id`,
+      [jobId, owner, leaseMs],
+    );
+    return rows.length === 1;
+  }
+
+  async requeue(jobId: string, owner: string, availableAt: Date): Promise<void> {
+    await this.db.query(
+      `UPDATE job_queue SET status = 'queued', available_at = $3, lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased'`,
+      [jobId, owner, availableAt],
+    );
+  }
+
+  async complete(jobId: string, owner: string): Promise<void> {
+    await this.db.query(
+      `UPDATE job_queue SET status = 'done', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased'`,
+      [jobId, owner],
+    );
+  }
+}

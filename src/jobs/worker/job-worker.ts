@@ -1,0 +1,108 @@
+import { Logger } from '@nestjs/common';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { JobPolicy, VmJobExecutor } from '../../vms/jobs/vm-job.executor';
+import { JobQueue, LeasedJob } from '../queue/job-queue';
+
+export interface JobWorkerOptions extends JobPolicy {
+  leaseMs: number;
+  concurrency: number;
+  pollMs: number;
+}
+
+/**
+ * Leases due jobs and runs them, at most `concurrency` at once. While a job runs its lease is renewed
+ * at a third of its length; if a renewal finds the lease gone, the driver call is aborted and the job is
+ * left to its new holder. Nothing lives only in this object: kill the process and another worker (or
+ * this one restarted) picks every unfinished job up once its lease expires.
+ */
+export class JobWorker {
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  private readonly logger = new Logger('job-worker');
+  private readonly running = new Map<string, Promise<void>>();
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly executor: VmJobExecutor,
+    private readonly options: JobWorkerOptions,
+  ) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Wakes an idle worker now (a job became due); harmless when busy. */
+  notify(): void {
+    this.wake?.();
+  }
+
+  /** Stops leasing and waits for running jobs, at most `graceMs`; unfinished ones resume elsewhere. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopped = true;
+    this.notify();
+    await this.loop;
+    await Promise.race([Promise.allSettled([...this.running.values()]), new Promise((r) => setTimeout(r, graceMs).unref())]);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const free = this.options.concurrency - this.running.size;
+      let leased: LeasedJob[] = [];
+      if (free > 0) {
+        try {
+          leased = await this.queue.lease(this.id, this.options.leaseMs, free);
+        } catch (err) {
+          this.logger.warn(`leasing failed: ${(err as Error).message}`);
+        }
+      }
+      for (const job of leased) {
+        const done = this.runJob(job).finally(() => {
+          this.running.delete(job.job_id);
+          this.notify();
+        });
+        this.running.set(job.job_id, done);
+      }
+      // A full batch may mean more are due: look again at once. Otherwise sleep until woken or polled.
+      if (leased.length === 0 || leased.length < free) await this.idle();
+    }
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(), this.options.pollMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+      this.wake = done;
+    });
+  }
+
+  private async runJob(job: LeasedJob): Promise<void> {
+    const abort = new AbortController();
+    const renewal = setInterval(() => {
+      this.queue.renew(job.job_id, this.id, this.options.leaseMs).then(
+        (held) => {
+          if (!held) abort.abort();
+        },
+        (err) => this.logger.warn(`lease renewal of job ${job.job_id} failed: ${(err as Error).message}`),
+      );
+    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    try {
+      const result = await this.executor.execute(job, this.id, this.options, abort.signal);
+      if (result.kind === 'finished') await this.queue.complete(job.job_id, this.id);
+      else if (result.kind === 'retry') await this.queue.requeue(job.job_id, this.id, result.at);
+      else this.logger.warn(`job ${job.job_id}: lease lost while running; left to its new holder`);
+    } catch (err) {
+      // Events could not be written (store down, concurrent holder): keep the lease until it expires
+      // so the job is retried from its recorded state, never dropped.
+      this.logger.error(`job ${job.job_id}: ${(err as Error).message}`);
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+}

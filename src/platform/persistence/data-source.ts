@@ -1,0 +1,38 @@
+import { DataSource } from 'typeorm';
+import { JobQueueRow } from '../../jobs/queue/job-queue.entity';
+import { OpsResourceRow } from '@hcp/projections/ops-catalog/ops-resource.entity';
+import { QuotaReadModelRow } from '@hcp/projections/quota-read-model/quota-read-model.entity';
+import { JobReadModelRow } from '@hcp/projections/job-read-model/job-read-model.entity';
+import { ProjectionCheckpoint } from '@hcp/projections/runner/projection-checkpoint.entity';
+import { VmReadModelRow } from '@hcp/projections/vm-read-model/vm-read-model.entity';
+import { MIGRATIONS } from './migrations';
+
+export const ENTITIES = [VmReadModelRow, JobReadModelRow, ProjectionCheckpoint, JobQueueRow, OpsResourceRow, QuotaReadModelRow];
+
+export function createDataSource(url: string, options: { poolSize?: number; applicationName?: string } = {}): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'schema_migrations',
+    synchronize: false,
+    logging: false,
+    applicationName: options.applicationName ?? 'hcp',
+    extra: { max: options.poolSize ?? 20 },
+  });
+}
+
+export type SchemaStatus = { ok: true } | { ok: false; reason: 'pending_migrations' | 'unknown_migrations'; migrations: string[] };
+
+/** Whether the database holds exactly the migrations this release expects (readiness uses it). */
+export async function schemaStatus(dataSource: DataSource): Promise<SchemaStatus> {
+  const expected = MIGRATIONS.map((m) => m.name);
+  const table = await dataSource.query(`SELECT to_regclass('schema_migrations') AS t`);
+  const applied: string[] = table[0].t ? (await dataSource.query(`SELECT name FROM schema_migrations`)).map((r: { name: string }) => r.name) : [];
+  const pending = expected.filter((n) => !applied.includes(n));
+  if (pending.length) return { ok: false, reason: 'pending_migrations', migrations: pending };
+  const unknown = applied.filter((n) => !expected.includes(n));
+  if (unknown.length) return { ok: false, reason: 'unknown_migrations', migrations: unknown };
+  return { ok: true };
+}
