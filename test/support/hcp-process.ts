@@ -54,7 +54,8 @@ export class HcpProcess {
         HCP_DATA_DIR: dataDir,
         LOG_LEVEL: 'warn',
         HCP_WORKER_POLL_MS: '100',
-        ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : { HCP_EMBEDDED_PG_PORT: String(await freePort()) }),
+        // No DATABASE_URL: the embedded PostgreSQL on the data folder's own port, as `npm start` would.
+        ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
         ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

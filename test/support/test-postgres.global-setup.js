@@ -4,20 +4,8 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const net = require('node:net');
 
 const root = path.join(__dirname, '..', '..');
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 module.exports = async function globalSetup(globalConfig) {
   if (process.env.HCP_TEST_DATABASE_URL) return;
@@ -28,7 +16,8 @@ module.exports = async function globalSetup(globalConfig) {
   const { startEmbeddedPostgres } = require(path.join(root, 'libs/local-postgres/src/index.ts'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hcp-test-pg-'));
   fs.chmodSync(dataDir, 0o755);
-  const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), logger: { log() {}, warn: (m) => console.warn(m) } });
+  // No port: the fresh data folder gets a free one of its own, so parallel runs never collide.
+  const server = await startEmbeddedPostgres({ dataDir, logger: { log() {}, warn: (m) => console.warn(m) } });
   process.env.HCP_TEST_DATABASE_URL = server.connectionString;
   globalThis.__HCP_TEST_POSTGRES__ = { server, dataDir };
 };
