@@ -2,3 +2,4 @@ export * from './event-store.port';
 export * from './codec/domain-event-codec';
 export * from './postgres/postgres-event-store';
 export * from './eventstoredb/eventstoredb-event-store';
+export * from './in-memory/in-memory-event-store';
