@@ -16,11 +16,10 @@ import { strictValidationPipe } from './http/validation/validation-pipe';
 import { LIMITS } from './http/validation/limits';
 import { ConfigError, HcpConfig, loadConfig } from './config/hcp-config';
 import { openRuntime } from './platform/runtime/hcp-runtime';
-import { seedEmbeddedDefault } from './catalog/catalog-seed';
-import { OpsCatalogCommands } from './ops/ops-catalog.commands';
-import { OpsCatalogQueries } from './ops/ops-catalog.queries';
+import { seedEmbeddedDefault } from './catalog';
+import { OpsCatalogCommands, OpsCatalogQueries } from './ops';
 import { publishOpenApi } from './http/openapi';
-import { webconsoleAssets } from './console/webconsole-assets';
+import { webconsoleAssets } from './console';
 
 /** Validates settings that belong to other modules, so a bad value stops the start like any other. */
 const simulatorFaultsCheck = (c: HcpConfig): string | null => {

@@ -1,6 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { QuotaLimits, QuotaUsage } from '@hcp/domain/quota/quota.events';
-import type { QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import type { QuotaLimits, QuotaState, QuotaUsage } from '@hcp/domain';
 
 /**
  * One row per project that has a quota stream: its limits (null until ops set some) and its usage,

@@ -1,5 +1,4 @@
-import { QUOTA_STREAM_PREFIX, QuotaEvent } from '@hcp/domain/quota/quota.events';
-import { evolveQuota, evolveQuotaAll, QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import { evolveQuota, evolveQuotaAll, QUOTA_STREAM_PREFIX, QuotaEvent, QuotaState } from '@hcp/domain';
 import { FoldedStateProjection } from '../runner/folded-state.projection';
 import { QuotaReadModelRow } from './quota-read-model.entity';
 

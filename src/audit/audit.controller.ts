@@ -1,9 +1,8 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { IsISO8601, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
-import { AuditQueries } from './audit.queries';
-import { MeteringQueries } from '../metering/metering.queries';
+import { IsISO8601, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { LIMITS } from '../http/validation/limits';
-import { PageQueryDto } from '../vms/vm.dto';
+import { PageQueryDto } from '../http/validation/page-query.dto';
+import { AuditQueries } from './audit.queries';
 
 export class AuditQueryDto extends PageQueryDto {
   @IsOptional() @IsString() @Matches(LIMITS.projectId) project?: string;
@@ -22,21 +21,5 @@ export class AuditController {
   @Get()
   list(@Query() q: AuditQueryDto) {
     return this.audit.list(q, q.limit ?? LIMITS.listLimit.default, q.cursor);
-  }
-}
-
-export class MeteringQueryDto extends PageQueryDto {
-  @IsOptional() @IsString() @Matches(LIMITS.projectId) project?: string;
-  @IsOptional() @IsUUID() vm_id?: string;
-}
-
-/** Metering records (what billing consumes from hcp.metering.v1), queryable when no Kafka is configured. */
-@Controller('v1/ops/metering')
-export class MeteringController {
-  constructor(private readonly metering: MeteringQueries) {}
-
-  @Get()
-  list(@Query() q: MeteringQueryDto) {
-    return this.metering.list({ project: q.project, vm: q.vm_id }, q.limit ?? LIMITS.listLimit.default, q.cursor);
   }
 }

@@ -2,8 +2,7 @@ import { Logger } from '@nestjs/common';
 import { HcpError } from '@hcp/domain';
 import { eventContext } from '../platform/event-sourcing/event-context';
 import { nameBasedId } from '../platform/event-sourcing/name-based-id';
-import { OpsCatalogCommands } from '../ops/ops-catalog.commands';
-import { OpsCatalogQueries } from '../ops/ops-catalog.queries';
+import { OpsCatalogCommands, OpsCatalogQueries } from '../ops';
 
 export const LOCAL_ZONE = 'local';
 const SEED_ACTOR = 'hcp-seed';

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Capabilities } from '@hcp/domain';
-import type { DriverRegistry } from '../ops/drivers/driver-registry';
+import type { DriverRegistry } from '../ops';
 import { CatalogSnapshots } from './catalog-snapshot';
 
 /** The ops_resources table as the snapshot query sees it, and a count of the loads. */

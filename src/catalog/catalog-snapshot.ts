@@ -1,7 +1,6 @@
 import { DataSource } from 'typeorm';
 import { Capabilities, OpsKind } from '@hcp/domain';
-import { OpsResource } from '../ops/ops-catalog.queries';
-import { DriverRegistry } from '../ops/drivers/driver-registry';
+import { DriverRegistry, OpsResource } from '../ops';
 
 interface CatalogRow {
   kind: OpsKind;

@@ -1,6 +1,6 @@
 import { Controller, Get, Param } from '@nestjs/common';
 import { CatalogService } from './catalog.service';
-import { OpsResource } from '../ops/ops-catalog.queries';
+import { OpsResource } from '../ops';
 import { UuidPipe } from '../http/validation/path-params';
 
 /** Zones, images and flavors as tenants see them: no provider, cluster or template reference. */

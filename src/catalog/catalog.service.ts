@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Capabilities, invalidField, notFound, place, Placement, PlacementCandidate, unionCapabilities, VmResources } from '@hcp/domain';
-import { OpsCatalogQueries, OpsResource } from '../ops/ops-catalog.queries';
-import { DriverRegistry } from '../ops/drivers/driver-registry';
+import { DriverRegistry, OpsCatalogQueries, OpsResource } from '../ops';
 import { CatalogSnapshot, CatalogSnapshots } from './catalog-snapshot';
 
 export interface ZoneView {

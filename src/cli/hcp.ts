@@ -6,17 +6,15 @@
  *   npm run hcp -- projections rebuild <name>
  *                                     rebuild a read model beside the live one, then swap
  */
-import { readModelProjections, SILENT_SINKS } from '@hcp/projections/read-models';
-import { rebuildProjection } from '@hcp/projections/runner/projection-rebuild';
-import { DomainEventCodec } from '@hcp/eventstore';
+import { readModelProjections, rebuildProjection, SILENT_SINKS } from '@hcp/projections';
+import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
 import { parseArgs } from 'node:util';
 import { Pool } from 'pg';
 import { createHcpUpcasters } from '@hcp/domain';
-import { EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
-import { replayAudit } from '../audit/audit-replay';
+import { replayAudit } from '../audit';
 import { loadSecretsFromEnv } from '@hcp/secrets';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
-import { ProviderCredentialsStore } from '../ops/drivers/provider-credentials.store';
+import { ProviderCredentialsStore } from '../ops';
 import { createDataSource } from '../platform/persistence/data-source';
 import { startEmbeddedPostgres } from '@hcp/local-postgres';
 

@@ -11,8 +11,8 @@ import {
 } from '@hcp/domain';
 import { connectRfbServer, RfbHandshakeError } from '@hcp/providers';
 import { eventContext } from '../platform/event-sourcing/event-context';
-import { DriverRegistry } from '../ops/drivers/driver-registry';
-import { VmRepository } from '../vms/vm.repository';
+import { DriverRegistry } from '../ops';
+import { VmRepository } from '../vms';
 import { ConsoleSessionRepository } from './console-session.repository';
 import { consoleTokenDigest } from './open-console-session.handler';
 

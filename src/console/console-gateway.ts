@@ -8,7 +8,7 @@ import { acceptRfbClient } from '@hcp/providers';
 import { toTaxonomyError } from '../http/errors/error-envelope';
 import { traceIdFromHeaders } from '../http/request/request-id';
 import { HcpMetrics } from '../platform/observability/hcp-metrics';
-import { VmRepository } from '../vms/vm.repository';
+import { VmRepository } from '../vms';
 import { CONSOLE_KEEPS_VM_STATUSES, ConnectedConsole, ConsoleConnector } from './console-connector';
 import { ConsoleRelay } from './console-relay';
 import { sessionIdOfWebsocketPath } from './console-urls';

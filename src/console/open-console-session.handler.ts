@@ -5,9 +5,9 @@ import { conflict, ConsoleSessionOpened, ConsoleType, decideConsoleSession, HcpE
 import { HcpConfig } from '../config/hcp-config';
 import { eventContext } from '../platform/event-sourcing/event-context';
 import { HCP_CONFIG } from '../platform/tokens';
-import { DriverRegistry } from '../ops/drivers/driver-registry';
+import { DriverRegistry } from '../ops';
 import { RequestContext } from '../http/request/request-context';
-import { VmRepository } from '../vms/vm.repository';
+import { VmRepository } from '../vms';
 import { ConsoleSessionRepository } from './console-session.repository';
 import { consoleUrlOf } from './console-urls';
 
@@ -41,7 +41,7 @@ export class OpenConsoleSessionHandler implements ICommandHandler<OpenConsoleSes
   constructor(
     private readonly vms: VmRepository,
     private readonly sessions: ConsoleSessionRepository,
-    private readonly drivers: DriverRegistry,
+    @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'clusterCapabilities'>,
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
   ) {}
 

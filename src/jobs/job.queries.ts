@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { notFound } from '@hcp/domain';
-import { JobReadModelRow } from '@hcp/projections/job-read-model/job-read-model.entity';
+import { JobReadModelRow } from '@hcp/projections';
 import { keysetPage, Page } from '../platform/persistence/keyset-page';
 import { JobView, presentJob } from './job.presenter';
 

@@ -2,7 +2,7 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 
 import { JobQueries } from './job.queries';
 import { LIMITS } from '../http/validation/limits';
-import { ListJobsQueryDto } from '../vms/vm.dto';
+import { ListJobsQueryDto } from './job.dto';
 import { ProjectIdPipe, UuidPipe } from '../http/validation/path-params';
 
 @Controller('v1/projects/:project_id/jobs')

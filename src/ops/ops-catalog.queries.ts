@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { notFound, OpsKind, OpsSpecs } from '@hcp/domain';
-import { OpsResourceRow } from '@hcp/projections/ops-catalog/ops-resource.entity';
+import { OpsResourceRow } from '@hcp/projections';
 
 export interface OpsResource<K extends OpsKind> {
   id: string;

@@ -2,12 +2,9 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { conflict, notFound } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { readModelProjections, SILENT_SINKS } from '@hcp/projections/read-models';
-import { rebuildProjection, RebuildResult } from '@hcp/projections/runner/projection-rebuild';
+import { readModelProjections, rebuildProjection, RebuildResult, SILENT_SINKS } from '@hcp/projections';
 import { EVENT_STORE } from '../platform/tokens';
-
-/** Process managers: shown with their position, never rebuilt (they act on the world). */
-const PROCESS_MANAGERS = ['job-dispatcher', 'quota-release'];
+import { ProjectionHost } from './projection-host';
 
 export interface ProjectionView {
   name: string;
@@ -31,6 +28,7 @@ export class ProjectionsService {
     private readonly db: DataSource,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly codec: DomainEventCodec,
+    private readonly host: ProjectionHost,
   ) {}
 
   async list(): Promise<ProjectionView[]> {
@@ -38,12 +36,13 @@ export class ProjectionsService {
       this.store.headPosition(),
       this.db.query(`SELECT name, position::text AS position, updated_at FROM projection_checkpoints`) as Promise<Array<{ name: string; position: string; updated_at: Date }>>,
     ]);
-    const names = [...readModelProjections(SILENT_SINKS).map((p) => p.name), ...PROCESS_MANAGERS];
+    const processManagers = this.host.processManagerNames();
+    const names = [...readModelProjections(SILENT_SINKS).map((p) => p.name), ...processManagers];
     return names.map((name) => {
       const row = rows.find((r) => r.name === name);
       return {
         name,
-        kind: PROCESS_MANAGERS.includes(name) ? 'process_manager' : 'read_model',
+        kind: processManagers.includes(name) ? 'process_manager' : 'read_model',
         position: row?.position ?? null,
         head: head.toString(),
         lag: row ? (head - BigInt(row.position) > 0n ? head - BigInt(row.position) : 0n).toString() : null,
@@ -57,7 +56,7 @@ export class ProjectionsService {
   /** Starts a rebuild in this process and returns at once; the promise is for callers that wait. */
   start(name: string): Promise<RebuildResult> {
     const projection = readModelProjections(SILENT_SINKS).find((p) => p.name === name);
-    if (!projection) throw PROCESS_MANAGERS.includes(name) ? conflict(`${name} is a process manager and is never rebuilt`) : notFound('projection');
+    if (!projection) throw this.host.processManagerNames().includes(name) ? conflict(`${name} is a process manager and is never rebuilt`) : notFound('projection');
     if (this.running.has(name)) throw conflict(`${name} is being rebuilt already`);
     const run = rebuildProjection(this.db, this.store, this.codec, projection)
       .then((result) => {

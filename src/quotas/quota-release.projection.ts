@@ -1,9 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { EventContext, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
-import { QUOTA_STREAM_PREFIX, QuotaEvent } from '@hcp/domain/quota/quota.events';
+import { EventContext, QUOTA_STREAM_PREFIX, QuotaEvent, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from '@hcp/projections/runner/projection';
+import { Projection } from '@hcp/projections';
 import { QuotaService } from './quota.service';
 
 export const QUOTA_RELEASE = 'quota-release';

@@ -1,5 +1,5 @@
 import { IsInt, Max, Min } from 'class-validator';
-import type { QuotaLimits } from '@hcp/domain/quota/quota.events';
+import type { QuotaLimits } from '@hcp/domain';
 
 /** Large enough for any real project (2^31 - 1 MB of RAM is 2 PiB), small enough to add up exactly. */
 export const QUOTA_LIMIT_MAX = 2_147_483_647;

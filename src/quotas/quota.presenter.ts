@@ -1,5 +1,4 @@
-import type { QuotaLimits, QuotaUsage } from '@hcp/domain/quota/quota.events';
-import { ZERO_QUOTA_USAGE, type QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import { type QuotaLimits, type QuotaState, type QuotaUsage, ZERO_QUOTA_USAGE } from '@hcp/domain';
 
 /** A project's quota as API.md shows it: limits (null when ops never set any: unlimited) and usage. */
 export interface QuotaView {

@@ -1,7 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { EventContext } from '@hcp/domain';
-import { QuotaEvent, quotaStreamId } from '@hcp/domain/quota/quota.events';
-import { evolveQuota, evolveQuotaAll, QuotaState } from '@hcp/domain/quota/quota.state-machine';
+import { EventContext, evolveQuota, evolveQuotaAll, QuotaEvent, QuotaState, quotaStreamId } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { AggregateRepository, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE } from '../platform/tokens';

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { EventContext } from '@hcp/domain';
-import { QuotaLimits, QuotaResources } from '@hcp/domain/quota/quota.events';
-import { decideQuota } from '@hcp/domain/quota/quota.state-machine';
-import { QuotaReadModelRow } from '@hcp/projections/quota-read-model/quota-read-model.entity';
+import { decideQuota, EventContext, QuotaLimits, QuotaResources } from '@hcp/domain';
+import { QuotaReadModelRow } from '@hcp/projections';
 import { presentQuota, QuotaView } from './quota.presenter';
 import { QuotaRepository } from './quota.repository';
 

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { HcpError } from '@hcp/domain';
 import { eventContext } from '../platform/event-sourcing/event-context';
 import { VmRepository } from './vm.repository';
-import { QuotaService } from '../quotas/quota.service';
+import { QuotaService } from '../quotas';
 
 /**
  * Gives back reservations whose VM was never recorded (the process died between reserving quota and

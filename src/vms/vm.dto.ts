@@ -1,11 +1,13 @@
-import { Transform, Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min } from 'class-validator';
+import { Transform } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
 import { IsBase64Within, IsStringMap } from '../http/validation/string-map.validator';
 import { LIMITS } from '../http/validation/limits';
+import { PageQueryDto } from '../http/validation/page-query.dto';
+import type { CreateVmInput } from './commands/create-vm.handler';
 
 const VM_STATUSES = ['provisioning', 'starting', 'running', 'stopping', 'stopped', 'rebooting', 'deleting', 'deleted', 'error'] as const;
 
-export class CreateVmDto {
+export class CreateVmDto implements CreateVmInput {
   @IsString() @Matches(LIMITS.vmName, { message: 'name must be 1-63 letters, digits or hyphens, not starting or ending with a hyphen' })
   name!: string;
 
@@ -46,14 +48,6 @@ export class VmActionDto {
   force?: boolean;
 }
 
-export class PageQueryDto {
-  @IsOptional() @Type(() => Number) @IsInt() @Min(LIMITS.listLimit.min) @Max(LIMITS.listLimit.max)
-  limit?: number;
-
-  @IsOptional() @IsString() @MaxLength(512) @Matches(/^[A-Za-z0-9_-]+$/, { message: 'cursor is not valid' })
-  cursor?: string;
-}
-
 export class ListVmsQueryDto extends PageQueryDto {
   @IsOptional() @IsString() @Matches(LIMITS.zoneId)
   zone?: string;
@@ -69,14 +63,4 @@ export class ListVmsQueryDto extends PageQueryDto {
 
   @IsOptional() @IsString() @MaxLength(LIMITS.nameFilterLength)
   name?: string;
-}
-
-const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
-
-export class ListJobsQueryDto extends PageQueryDto {
-  @IsOptional() @IsUUID()
-  resource_id?: string;
-
-  @IsOptional() @IsIn(JOB_STATUSES)
-  status?: (typeof JOB_STATUSES)[number];
 }

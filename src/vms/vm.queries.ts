@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { notFound } from '@hcp/domain';
-import { VmReadModelRow } from '@hcp/projections/vm-read-model/vm-read-model.entity';
+import { VmReadModelRow } from '@hcp/projections';
 import { keysetPageSql, Page, SqlConditions } from '../platform/persistence/keyset-page';
 import { presentVm, VmView } from './vm.presenter';
 

@@ -6,7 +6,7 @@ export * from './vm/vm.state-machine';
 export * from './job/job.events';
 export * from './job/job.state-machine';
 export * from './job/job-of-request';
-export * from './events/registry';
+export * from './hcp-events';
 export * from './security/security.events';
 export * from './ops/ops-resources';
 export * from './ops/capabilities';

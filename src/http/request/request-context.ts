@@ -13,9 +13,3 @@ export interface RequestContext {
 export function idsFor(ctx: RequestContext, projectId: string, kind: 'vm' | 'job'): string {
   return ctx.idempotencyKey ? nameBasedId('hcp-idempotency', projectId, ctx.idempotencyKey, kind) : randomUUID();
 }
-
-/** The 202 answer of every infrastructure-changing command. */
-export interface JobAccepted {
-  resource_id: string;
-  job_id: string;
-}

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { EventContext, jobQueuedFor, VmRequestEvent } from '@hcp/domain';
-import { JobQueue, queuedJobOf } from './job-queue';
+import { EventContext, JobQueued } from '@hcp/domain';
 import { JobRepository } from '../job.repository';
+import { JobQueue, queuedJobOf } from './job-queue';
 
 /**
- * Opens the job of a VM request the moment it is accepted: its JobQueued event, then its queue row, so
- * a worker can take it at once instead of after the job dispatcher's next batch. The dispatcher still
- * derives both from the VM event, so a crash between the handler's writes loses no job.
+ * Opens a job the moment its request is accepted: its JobQueued event, then its queue row, so a worker
+ * can take it at once. A context whose requests become jobs also derives them from its own events
+ * (see the VM job dispatcher), so a crash between these two writes loses no job.
  */
 @Injectable()
 export class JobAdmission {
@@ -17,8 +17,7 @@ export class JobAdmission {
     private readonly db: DataSource,
   ) {}
 
-  async admit(request: VmRequestEvent, vmId: string, context: EventContext): Promise<void> {
-    const queued = jobQueuedFor(request, vmId, context);
+  async admit(queued: JobQueued, context: EventContext): Promise<void> {
     await this.jobs.ensureQueued(queued, context);
     await this.queue.enqueue(this.db.manager, [queuedJobOf(queued)]);
   }

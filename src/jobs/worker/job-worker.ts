@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { JobPolicy, VmJobExecutor } from '../../vms/jobs/vm-job.executor';
+import { JobPolicy, JobRunner } from './job-runner';
 import { JobQueue, LeasedJob } from '../queue/job-queue';
 
 export interface JobWorkerOptions extends JobPolicy {
@@ -26,7 +26,7 @@ export class JobWorker {
 
   constructor(
     private readonly queue: JobQueue,
-    private readonly executor: VmJobExecutor,
+    private readonly runner: JobRunner,
     private readonly options: JobWorkerOptions,
   ) {}
 
@@ -93,7 +93,7 @@ export class JobWorker {
       );
     }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
     try {
-      const result = await this.executor.execute(job, this.id, this.options, abort.signal);
+      const result = await this.runner.run(job, this.id, this.options, abort.signal);
       if (result.kind === 'finished') await this.queue.complete(job.job_id, this.id);
       else if (result.kind === 'retry') await this.queue.requeue(job.job_id, this.id, result.at);
       else this.logger.warn(`job ${job.job_id}: lease lost while running; left to its new holder`);

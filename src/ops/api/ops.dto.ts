@@ -117,12 +117,3 @@ export class UpdateFlavorDto {
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000) disk_gb?: number;
   @IsOptional() @IsBoundedObject() extras?: Record<string, unknown>;
 }
-
-export class OpsListQueryDto {
-  @IsOptional() @Type(() => Number) @IsInt() @Min(LIMITS.listLimit.min) @Max(LIMITS.listLimit.max) limit?: number;
-  @IsOptional() @IsString() @MaxLength(512) @Matches(/^[A-Za-z0-9_-]+$/, { message: 'cursor is not valid' }) cursor?: string;
-  @IsOptional() @IsString() @Matches(LIMITS.projectId) project?: string;
-  @IsOptional() @IsString() @MaxLength(32) status?: string;
-  @IsOptional() @IsString() @Matches(LIMITS.zoneId) zone?: string;
-  @IsOptional() @IsUUID() resource_id?: string;
-}

@@ -1,13 +1,8 @@
 import { DataSource } from 'typeorm';
-import { JobQueueRow } from '../../jobs/queue/job-queue.entity';
-import { OpsResourceRow } from '@hcp/projections/ops-catalog/ops-resource.entity';
-import { QuotaReadModelRow } from '@hcp/projections/quota-read-model/quota-read-model.entity';
-import { JobReadModelRow } from '@hcp/projections/job-read-model/job-read-model.entity';
-import { ProjectionCheckpoint } from '@hcp/projections/runner/projection-checkpoint.entity';
-import { VmReadModelRow } from '@hcp/projections/vm-read-model/vm-read-model.entity';
+import { JobReadModelRow, OpsResourceRow, ProjectionCheckpoint, QuotaReadModelRow, VmReadModelRow } from '@hcp/projections';
 import { MIGRATIONS } from './migrations';
 
-export const ENTITIES = [VmReadModelRow, JobReadModelRow, ProjectionCheckpoint, JobQueueRow, OpsResourceRow, QuotaReadModelRow];
+export const ENTITIES = [VmReadModelRow, JobReadModelRow, ProjectionCheckpoint, OpsResourceRow, QuotaReadModelRow];
 
 export function createDataSource(url: string, options: { poolSize?: number; applicationName?: string } = {}): DataSource {
   return new DataSource({

@@ -7,16 +7,14 @@ import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
 import { createHcpUpcasters } from '@hcp/domain';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
 import { startEmbeddedPostgres } from '@hcp/local-postgres';
-import { SimulatorState } from '@hcp/providers';
 import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
 import { migrate } from '../persistence/migrate';
-import { DriverFactory } from '../../ops/drivers/driver-factory';
 
 /**
  * Everything HCP opens before Nest starts: the database (embedded when none is configured), the schema,
- * the event store, the token keys, the secrets box and the driver factory. Built once, closed once.
+ * the event store, the token keys and the secrets box. Built once, closed once.
  */
 export interface HcpRuntime {
   config: HcpConfig;
@@ -27,7 +25,6 @@ export interface HcpRuntime {
   codec: DomainEventCodec;
   tokenVerifier: TokenVerifier;
   secretBox: SecretBox;
-  driverFactory: DriverFactory;
   close(): Promise<void>;
 }
 
@@ -72,9 +69,8 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     // deployment of several processes must configure shared KEKs, or they could not read each other's.
     const secrets = loadSecretsFromEnv(process.env, config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir });
     logger.log(secrets.summary);
-    const driverFactory = new DriverFactory(config, new SimulatorState(pool));
 
-    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), tokenVerifier, secretBox: secrets.box, driverFactory, close };
+    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), tokenVerifier, secretBox: secrets.box, close };
   } catch (err) {
     await close();
     throw err;

@@ -1,23 +1,16 @@
+import { Inject } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { decideVm, EventContext, HcpError, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
-import { QuotaService } from '../../quotas/quota.service';
-import { CatalogService } from '../../catalog/catalog.service';
+import { decideVm, EventContext, HcpError, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { QuotaService } from '../../quotas';
+import { CatalogService } from '../../catalog';
 import { eventContext } from '../../platform/event-sourcing/event-context';
-import { JobAdmission } from '../../jobs/queue/job-admission';
-import { idsFor, JobAccepted, RequestContext } from '../../http/request/request-context';
+import { idsFor, RequestContext } from '../../http/request/request-context';
+import { JobAccepted, JobAdmission } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
-export interface CreateVmInput {
-  name: string;
-  zone: string;
-  image_id: string;
-  flavor_id: string;
-  tags?: Record<string, string>;
-  metadata?: Record<string, string>;
-  ssh_keys?: string[];
-  user_data?: string;
-  power_on?: boolean;
-}
+/** A create as the tenant asks for it: the choices it must name, and the ones with defaults. */
+export type CreateVmInput = Pick<VmCreateRequestedData, 'name' | 'zone' | 'image_id' | 'flavor_id'> &
+  Partial<Pick<VmCreateRequestedData, 'tags' | 'metadata' | 'ssh_keys' | 'user_data' | 'power_on'>>;
 
 export class CreateVmCommand {
   constructor(readonly projectId: string, readonly input: CreateVmInput, readonly ctx: RequestContext) {}
@@ -27,9 +20,9 @@ export class CreateVmCommand {
 @CommandHandler(CreateVmCommand)
 export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAccepted> {
   constructor(
-    private readonly catalog: CatalogService,
+    @Inject(CatalogService) private readonly catalog: Pick<CatalogService, 'resolveForCreate'>,
     private readonly vms: VmRepository,
-    private readonly jobs: JobAdmission,
+    @Inject(JobAdmission) private readonly jobs: Pick<JobAdmission, 'admit'>,
     private readonly quotas: QuotaService,
   ) {}
 
@@ -66,7 +59,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
         throw err;
       }
     }
-    await this.jobs.admit(events[0] as VmRequestEvent, vmId, context);
+    await this.jobs.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
   }
 

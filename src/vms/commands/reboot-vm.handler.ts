@@ -1,5 +1,6 @@
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { JobAccepted, RequestContext } from '../../http/request/request-context';
+import { RequestContext } from '../../http/request/request-context';
+import { JobAccepted } from '../../jobs';
 import { VmOperationRequester } from './vm-operation-requester';
 
 export class RebootVmCommand {

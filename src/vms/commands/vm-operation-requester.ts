@@ -1,9 +1,9 @@
-import { Injectable } from '@nestjs/common';
-import { capabilitiesForAction, decideVm, HcpError, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
-import { DriverRegistry } from '../../ops/drivers/driver-registry';
+import { Inject, Injectable } from '@nestjs/common';
+import { capabilitiesForAction, decideVm, HcpError, jobQueuedFor, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
+import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
-import { JobAdmission } from '../../jobs/queue/job-admission';
-import { idsFor, JobAccepted, RequestContext } from '../../http/request/request-context';
+import { idsFor, RequestContext } from '../../http/request/request-context';
+import { JobAccepted, JobAdmission } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
 type OperationCommand = Extract<VmCommand, { job_id: string }>;
@@ -16,8 +16,8 @@ type OperationCommand = Extract<VmCommand, { job_id: string }>;
 export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
-    private readonly jobs: JobAdmission,
-    private readonly drivers: DriverRegistry,
+    @Inject(JobAdmission) private readonly jobs: Pick<JobAdmission, 'admit'>,
+    @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'clusterCapabilities'>,
   ) {}
 
   async request(projectId: string, vmId: string, ctx: RequestContext, command: (jobId: string) => OperationCommand): Promise<JobAccepted> {
@@ -34,7 +34,7 @@ export class VmOperationRequester {
       },
       context,
     );
-    if (events.length > 0) await this.jobs.admit(events[0] as VmRequestEvent, vmId, context);
+    if (events.length > 0) await this.jobs.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
   }
 

@@ -1,9 +1,8 @@
 import { EntityManager } from 'typeorm';
 import { isVmRequestEvent, jobQueuedFor, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { Projection } from '@hcp/projections/runner/projection';
-import { JobQueue, queuedJobOf } from '../../jobs/queue/job-queue';
-import { JobRepository } from '../../jobs/job.repository';
+import { Projection } from '@hcp/projections';
+import { JobQueue, JobRepository, queuedJobOf } from '../../jobs';
 
 /**
  * Turns every VM request event into a queued job, durably. The command handler normally admitted the
@@ -11,7 +10,7 @@ import { JobRepository } from '../../jobs/job.repository';
  * before finishing that, the JobQueued event is ensured and the queue row inserted in the same
  * transaction as this projection's checkpoint. So an accepted request always becomes a job.
  */
-export class JobDispatcherProjection implements Projection {
+export class VmJobDispatcherProjection implements Projection {
   readonly name = 'job-dispatcher';
   readonly streamPrefixes = [VM_STREAM_PREFIX];
 

@@ -1,111 +1,53 @@
-import { Injectable, Logger } from '@nestjs/common';
-import {
-  decideJob,
-  JobCommand,
-  HcpError,
-  HcpErrorShape,
-  JobState,
-  recordVmOutcome,
-  toHcpError,
-  VmOperation,
-  VmOutcome,
-  VmState,
-} from '@hcp/domain';
+import { Inject, Injectable } from '@nestjs/common';
+import { HcpErrorShape, JobState, recordVmOutcome, toHcpError, VmOperation, VmOutcome, VmState } from '@hcp/domain';
 import { CallContext, ProviderDriver, VmAddress } from '@hcp/providers';
-import { Loaded } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
-import { DriverRegistry } from '../../ops/drivers/driver-registry';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
+import { DriverRegistry } from '../../ops';
+import { JOB_WORKER_ACTOR, JobAttempt, JobExecutor, JobWork } from '../../jobs';
 import { VmRepository } from '../vm.repository';
-import { JobRepository } from '../../jobs/job.repository';
-import { LeasedJob } from '../../jobs/queue/job-queue';
-
-export interface JobPolicy {
-  maxAttempts: number;
-  retryBackoffMs: number;
-  attemptTimeoutMs: number;
-}
-
-/** What the worker does with the queue row afterwards. */
-export type JobExecution = { kind: 'finished' } | { kind: 'retry'; at: Date } | { kind: 'lease_lost' };
-
-const WORKER_ACTOR = 'hcp-worker';
-const MAX_BACKOFF_MS = 5 * 60_000;
 
 /**
- * The process manager of VM jobs. Each step is recorded as events before the next one starts, so a
- * crash anywhere leaves a state from which the next lease continues: a running job whose lease expired
- * has its attempt written off, a VM outcome already recorded is not redone, and the driver call itself
- * is idempotent (it finds the VM by its HCP id).
+ * Runs VM jobs (`vm.create`, `vm.start`, ...): calls the VM's provider driver and records the outcome on
+ * the VM. The driver call is idempotent (it finds the VM by its HCP id), so a retried attempt never
+ * creates a second VM.
  */
 @Injectable()
-export class VmJobExecutor {
-  private readonly logger = new Logger(VmJobExecutor.name);
-
+export class VmJobExecutor implements JobExecutor {
   constructor(
-    private readonly jobs: JobRepository,
     private readonly vms: VmRepository,
-    private readonly drivers: DriverRegistry,
+    @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'driverFor'>,
     private readonly metrics: HcpMetrics,
   ) {}
 
-  async execute(lease: LeasedJob, worker: string, policy: JobPolicy, signal: AbortSignal): Promise<JobExecution> {
-    let job = await this.jobs.load(lease.job_id);
-    const initial = job.state;
-    if (!initial || initial.status === 'succeeded' || initial.status === 'failed') return { kind: 'finished' };
-    const traceId = initial.trace_id;
-
-    if (initial.status === 'running') {
-      // The previous holder died or hung with the job running: that attempt counts as failed.
-      const error = new HcpError('PROVIDER_TIMEOUT', 'the worker running this job stopped answering').toShape();
-      this.metrics.leaseExpiries.inc();
-      job = await this.step(job, { type: 'fail_attempt', error, retry_at: new Date().toISOString() }, traceId);
-    }
-    if (stateOf(job).attempts >= policy.maxAttempts) {
-      await this.fail(job, stateOf(job).error ?? toHcpError(null).toShape(), traceId);
-      return { kind: 'finished' };
-    }
-    job = await this.step(job, { type: 'start', worker }, traceId);
-    const running = stateOf(job);
-
-    const vm = (await this.vms.load(running.resource_id)).state;
-    if (!vm || vm.pending_job_id !== running.id) {
+  async perform(job: JobState, attempt: JobAttempt): Promise<JobWork> {
+    const vm = (await this.vms.load(job.resource_id)).state;
+    if (!vm || vm.pending_job_id !== job.id) {
       // The VM already settled this job (recorded before a crash) or a newer request superseded it.
-      const recordedError = vm?.last_job_id === running.id ? vm.last_error : null;
-      await this.step(job, recordedError ? { type: 'fail', error: recordedError } : { type: 'succeed' }, traceId);
-      return { kind: 'finished' };
+      return { kind: 'settled', error: vm?.last_job_id === job.id ? vm.last_error : null };
     }
-
-    const operation = operationOf(running);
-    let outcome: VmOutcome;
+    const operation = operationOf(job);
     let providerType = 'unknown';
     const timer = this.metrics.providerCalls.startTimer();
     try {
       const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
       providerType = driver.type;
-      const call: CallContext = { deadline: new Date(Date.now() + policy.attemptTimeoutMs), signal, trace_id: running.trace_id };
-      outcome = { type: 'succeeded', job_id: running.id, operation, ...(await this.callDriver(driver, operation, vm, running, call)) };
+      const call: CallContext = { deadline: attempt.deadline, signal: attempt.signal, trace_id: attempt.trace_id };
+      const outcome: VmOutcome = { type: 'succeeded', job_id: job.id, operation, ...(await this.callDriver(driver, operation, vm, job, call)) };
       timer({ provider: providerType, operation, outcome: 'ok' });
+      return { kind: 'done', target: providerType, record: () => this.record(job, outcome) };
     } catch (err) {
-      const error = toHcpError(err);
-      timer({ provider: providerType, operation, outcome: error.code });
-      if (signal.aborted) return { kind: 'lease_lost' };
-      if (!(err instanceof HcpError)) this.logger.error(`job ${running.id}: driver failed unexpectedly: ${String(err)}`);
-      if (error.retryable && running.attempts < policy.maxAttempts) {
-        const at = new Date(Date.now() + backoff(policy.retryBackoffMs, running.attempts));
-        await this.step(job, { type: 'fail_attempt', error: error.toShape(), retry_at: at.toISOString() }, traceId);
-        this.metrics.jobRetries.inc({ code: error.code });
-        return { kind: 'retry', at };
-      }
-      await this.fail(job, error.toShape(), traceId);
-      this.metrics.jobsFinished.inc({ type: running.type, provider: providerType, outcome: error.code });
-      return { kind: 'finished' };
+      timer({ provider: providerType, operation, outcome: toHcpError(err).code });
+      return { kind: 'failed', target: providerType, error: err };
     }
-    if (signal.aborted) return { kind: 'lease_lost' };
-    await this.vms.update(running.resource_id, (state) => recordVmOutcome(state, outcome), eventContext(WORKER_ACTOR, traceId));
-    await this.step(job, { type: 'succeed' }, traceId);
-    this.metrics.jobsFinished.inc({ type: running.type, provider: providerType, outcome: 'succeeded' });
-    return { kind: 'finished' };
+  }
+
+  recordFailure(job: JobState, error: HcpErrorShape): Promise<void> {
+    return this.record(job, { type: 'failed', job_id: job.id, operation: operationOf(job), error });
+  }
+
+  private async record(job: JobState, outcome: VmOutcome): Promise<void> {
+    await this.vms.update(job.resource_id, (state) => recordVmOutcome(state, outcome), eventContext(JOB_WORKER_ACTOR, job.trace_id));
   }
 
   private async callDriver(
@@ -151,24 +93,6 @@ export class VmJobExecutor {
         return { addresses: [] };
     }
   }
-
-  /** The VM settles where a failed operation leaves it, then the job fails with the taxonomy error. */
-  private async fail(job: Loaded<JobState>, error: HcpErrorShape, traceId: string): Promise<void> {
-    const state = stateOf(job);
-    await this.vms.update(state.resource_id, (vm) => recordVmOutcome(vm, { type: 'failed', job_id: state.id, operation: operationOf(state), error }), eventContext(WORKER_ACTOR, traceId));
-    await this.step(job, { type: 'fail', error }, traceId);
-  }
-
-  /** Records one step of the job, stamped with the time it happened. */
-  private step(job: Loaded<JobState>, command: JobCommand, traceId: string): Promise<Loaded<JobState>> {
-    return this.jobs.append(job, decideJob(job.state, command), eventContext(WORKER_ACTOR, traceId));
-  }
 }
 
-const stateOf = (job: Loaded<JobState>): JobState => job.state!;
 const operationOf = (job: JobState): VmOperation => job.type.slice('vm.'.length) as VmOperation;
-
-function backoff(baseMs: number, attempt: number): number {
-  const exponential = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exponential * (0.8 + Math.random() * 0.4));
-}

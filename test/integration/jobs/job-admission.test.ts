@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
-import { createHcpUpcasters, decideVm, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
+import { createHcpUpcasters, decideVm, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
 import { DecodedEvent, DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { eventContext } from '../../../src/platform/event-sourcing/event-context';
 import { JobAdmission } from '../../../src/jobs/queue/job-admission';
-import { JobDispatcherProjection } from '../../../src/vms/jobs/vm-job-dispatcher.projection';
+import { VmJobDispatcherProjection } from '../../../src/vms/jobs/vm-job-dispatcher.projection';
 import { JobQueue } from '../../../src/jobs/queue/job-queue';
 import { JobRepository } from '../../../src/jobs/job.repository';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
@@ -21,7 +21,7 @@ describe('job admission and the job dispatcher', () => {
   let store: PostgresEventStore;
   let jobs: JobRepository;
   let queue: JobQueue;
-  let dispatcher: JobDispatcherProjection;
+  let dispatcher: VmJobDispatcherProjection;
   let position = 0n;
 
   beforeAll(async () => {
@@ -32,7 +32,7 @@ describe('job admission and the job dispatcher', () => {
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
     jobs = new JobRepository(store, new DomainEventCodec(createHcpUpcasters()));
     queue = new JobQueue(ds);
-    dispatcher = new JobDispatcherProjection(jobs, queue);
+    dispatcher = new VmJobDispatcherProjection(jobs, queue);
   });
 
   afterAll(async () => {
@@ -57,7 +57,7 @@ describe('job admission and the job dispatcher', () => {
 
   it('admits a job at once: its JobQueued and a queue row a worker can lease', async () => {
     const { vmId, event } = request();
-    await new JobAdmission(jobs, queue, ds).admit(event, vmId, eventContext('alice', 't-1'));
+    await new JobAdmission(jobs, queue, ds).admit(jobQueuedFor(event, vmId, eventContext('alice', 't-1')), eventContext('alice', 't-1'));
     expect(await row(event.data.job_id)).toEqual({ status: 'queued' });
     expect((await jobs.load(event.data.job_id)).state).toMatchObject({ status: 'queued', resource_id: vmId, actor: 'alice' });
   });
@@ -71,7 +71,7 @@ describe('job admission and the job dispatcher', () => {
 
   it('leaves a job the handler admitted alone, even when it has run already', async () => {
     const { vmId, event } = request();
-    await new JobAdmission(jobs, queue, ds).admit(event, vmId, eventContext('alice', 't-1'));
+    await new JobAdmission(jobs, queue, ds).admit(jobQueuedFor(event, vmId, eventContext('alice', 't-1')), eventContext('alice', 't-1'));
     await ds.query(`UPDATE job_queue SET status = 'done' WHERE job_id = $1`, [event.data.job_id]);
     await ds.transaction((tx) => dispatcher.apply([decoded(vmId, event)], tx));
     expect(await row(event.data.job_id)).toEqual({ status: 'done' });

@@ -76,8 +76,8 @@ afterAll(async () => {
 afterEach(() => sim.clearFaults());
 
 describe('schema', () => {
-  it('is read from ../shared/reference/proxmox beside the repository, and its absence fails loudly', () => {
-    expect(defaultSchemaFile()).toBe(path.resolve(__dirname, '..', '..', '..', '..', 'shared', 'reference', 'proxmox', 'pve-api-subset.json'));
+  it('is read from the simulator folder in the repository, and its absence fails loudly', () => {
+    expect(defaultSchemaFile()).toBe(path.resolve(__dirname, '..', '..', 'simulators', 'proxmox', 'pve-api-subset.json'));
     expect(sim.schema.endpoints.length).toBeGreaterThanOrEqual(40);
     expect(() => PveSchema.load('/nonexistent/pve-api-subset.json')).toThrow(/not found.*validates every request/s);
     expect(() => new ProxmoxSimulator({ schemaFile: '/nonexistent/pve-api-subset.json' })).toThrow(/Proxmox API schema not found/);

@@ -45,10 +45,9 @@ interface PveSubsetFile {
   endpoints: PveEndpoint[];
 }
 
-/** Where the schema lives: `<repo>/../shared/reference/proxmox/pve-api-subset.json`. */
+/** Where the schema lives: beside this file, so the simulator needs nothing outside the repository. */
 export function defaultSchemaFile(): string {
-  const repoRoot = path.resolve(__dirname, '..', '..', '..');
-  return process.env.PVE_API_SUBSET ?? path.join(repoRoot, '..', 'shared', 'reference', 'proxmox', 'pve-api-subset.json');
+  return process.env.PVE_API_SUBSET ?? path.join(__dirname, 'pve-api-subset.json');
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -427,7 +426,7 @@ export class PveSchema {
     if (!fs.existsSync(file)) {
       throw new Error(
         `Proxmox API schema not found at ${file}. The simulator validates every request against it; ` +
-          'it lives in ../shared/reference/proxmox/ beside the repository (or set PVE_API_SUBSET).',
+          'it lives in test/simulators/proxmox/ (or set PVE_API_SUBSET).',
       );
     }
     return new PveSchema(JSON.parse(fs.readFileSync(file, 'utf8')) as PveSubsetFile, file);

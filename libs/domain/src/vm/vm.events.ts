@@ -22,10 +22,9 @@ export interface VmPlacement {
 
 export type VmOperation = 'create' | 'start' | 'stop' | 'reboot' | 'delete';
 
-export interface VmCreateRequestedData {
-  vm_id: string;
+/** What a VM is: the fields its create request names and its state keeps, declared once for both. */
+export interface VmSpec {
   project_id: string;
-  job_id: string;
   name: string;
   zone: string;
   image_id: string;
@@ -34,6 +33,11 @@ export interface VmCreateRequestedData {
   placement: VmPlacement;
   tags: Record<string, string>;
   metadata: Record<string, string>;
+}
+
+export interface VmCreateRequestedData extends VmSpec {
+  vm_id: string;
+  job_id: string;
   ssh_keys: string[];
   user_data?: string;
   power_on: boolean;

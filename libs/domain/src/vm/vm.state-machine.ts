@@ -6,6 +6,7 @@ import {
   VmOperation,
   VmPlacement,
   VmResources,
+  VmSpec,
   vmEvent,
 } from './vm.events';
 
@@ -22,20 +23,11 @@ export type VmStatus =
 
 export type VmDesiredState = 'running' | 'stopped' | 'deleted';
 
-export interface VmState {
+export interface VmState extends VmSpec {
   id: string;
-  project_id: string;
-  name: string;
-  zone: string;
-  image_id: string;
-  flavor_id: string;
-  resources: VmResources;
-  placement: VmPlacement;
   status: VmStatus;
   desired_state: VmDesiredState;
   addresses: VmAddress[];
-  tags: Record<string, string>;
-  metadata: Record<string, string>;
   /** The job that owns the current transition; outcome events from any other job are stale. */
   pending_job_id: string | null;
   last_job_id: string;

@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import type { Capabilities, ConsoleType } from '@hcp/domain';
+import type { Capabilities, ConsoleType, VmAddress, VmCreateRequestedData, VmResources } from '@hcp/domain';
 
 /**
  * The provider driver SPI. Every hypervisor (simulator, Proxmox VE, vSphere, libvirt, Hyper-V) is one
@@ -13,11 +13,8 @@ export type { Capabilities, ConsoleType };
 
 export type PowerState = 'running' | 'stopped' | 'paused' | 'unknown';
 
-export interface VmAddress {
-  type: 'ipv4' | 'ipv6';
-  address: string;
-  nic: string;
-}
+/** Addresses are the domain's: what a driver reports is what the VM's events record. */
+export type { VmAddress };
 
 /** Internal placement of a VM on a provider. Never shown to tenants. */
 export interface ProviderRef {
@@ -27,19 +24,11 @@ export interface ProviderRef {
   [key: string]: unknown;
 }
 
-export interface CreateVmSpec {
+/** What a driver needs to build a VM: the tenant's request, with the image and size resolved. */
+export interface CreateVmSpec extends Pick<VmCreateRequestedData, 'project_id' | 'name' | 'ssh_keys' | 'user_data' | 'tags' | 'power_on'>, VmResources {
   hcp_id: string;
-  project_id: string;
-  name: string;
   /** The image's reference on this provider (template, image path, ...). */
   image_ref: string;
-  vcpus: number;
-  ram_mb: number;
-  disk_gb: number;
-  ssh_keys: string[];
-  user_data?: string;
-  tags: Record<string, string>;
-  power_on: boolean;
   placement_hints?: Record<string, unknown>;
 }
 

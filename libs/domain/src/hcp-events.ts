@@ -1,11 +1,11 @@
-import { CONSOLE_SESSION_EVENT_VERSIONS, ConsoleSessionEvent } from '../console/console-session.events';
-import { JOB_EVENT_VERSIONS, JobEvent } from '../job/job.events';
-import { OPS_EVENT_VERSIONS, OpsResourceEvent } from '../ops/ops-resources';
-import { QUOTA_EVENT_VERSIONS, QuotaEvent } from '../quota/quota.events';
-import { REQUEST_EVENT_VERSIONS, RequestEvent } from '../security/request.events';
-import { SECURITY_EVENT_VERSIONS, SecurityEvent } from '../security/security.events';
-import { VM_EVENT_VERSIONS, VmEvent } from '../vm/vm.events';
-import { UpcasterRegistry } from './upcasters';
+import { CONSOLE_SESSION_EVENT_VERSIONS, ConsoleSessionEvent } from './console/console-session.events';
+import { JOB_EVENT_VERSIONS, JobEvent } from './job/job.events';
+import { OPS_EVENT_VERSIONS, OpsResourceEvent } from './ops/ops-resources';
+import { QUOTA_EVENT_VERSIONS, QuotaEvent } from './quota/quota.events';
+import { REQUEST_EVENT_VERSIONS, RequestEvent } from './security/request.events';
+import { SECURITY_EVENT_VERSIONS, SecurityEvent } from './security/security.events';
+import { VM_EVENT_VERSIONS, VmEvent } from './vm/vm.events';
+import { UpcasterRegistry } from './events/upcasters';
 
 export type HcpEvent = VmEvent | JobEvent | SecurityEvent | OpsResourceEvent | QuotaEvent | RequestEvent | ConsoleSessionEvent;
 

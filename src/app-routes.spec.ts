@@ -2,12 +2,12 @@ import 'reflect-metadata';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { RequestMethod } from '@nestjs/common';
 import { ROUTE_POLICIES, routeKey } from '@hcp/auth';
-import { CONTROLLERS } from '../../app-controllers';
+import { appControllers } from './app.module';
 
 /** Every route the controllers declare, as `METHOD /path` the way Express reports `req.route.path`. */
 function declaredRoutes(): string[] {
   const routes: string[] = [];
-  for (const controller of CONTROLLERS) {
+  for (const controller of appControllers()) {
     const base = Reflect.getMetadata(PATH_METADATA, controller) as string;
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as unknown as Record<string, object>)[name];

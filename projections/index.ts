@@ -1,0 +1,12 @@
+// What the application may use of the projections: the runner, the read models and their row types.
+// Everything else in this folder is a projection's own business.
+export type { Projection } from './runner/projection';
+export { ProjectionRunner } from './runner/projection-runner';
+export { ProjectionCheckpoint } from './runner/projection-checkpoint.entity';
+export { rebuildProjection, type RebuildResult, type RebuildableProjection } from './runner/projection-rebuild';
+export { readModelProjections, SILENT_SINKS, type ReadModelSinks } from './read-models';
+export { publisherSinks, type AuditSink, type MeteringSink } from './audit/audit-sink';
+export { VmReadModelRow } from './vm-read-model/vm-read-model.entity';
+export { JobReadModelRow } from './job-read-model/job-read-model.entity';
+export { OpsResourceRow } from './ops-catalog/ops-resource.entity';
+export { QuotaReadModelRow } from './quota-read-model/quota-read-model.entity';

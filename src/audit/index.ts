@@ -1,0 +1,3 @@
+// The audit context as the application sees it.
+export { AuditModule } from './audit.module';
+export { replayAudit } from './audit-replay';

@@ -1,0 +1,55 @@
+import { DynamicModule, Module, OnModuleInit } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { BearerTokenStrategy } from '@hcp/auth';
+import { HcpConfig } from '../config/hcp-config';
+import { PeriodicTasks } from '../platform/background/periodic-tasks';
+import { AccessGuard } from './auth/access.guard';
+import { BreakGlassRecorder } from './auth/break-glass.recorder';
+import { HcpExceptionFilter } from './errors/hcp-exception.filter';
+import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
+import { IdempotencyStore } from './idempotency/idempotency-store';
+import { rateLimits, RateLimitGuard } from './rate-limit/rate-limit.guard';
+import { RequestAuditInterceptor } from './request/request-audit.interceptor';
+import { RequestRecorder } from './request/request-recorder';
+
+const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
+
+/**
+ * What every route shares, in one place no context repeats: who is calling and may they (bearer token,
+ * route policy, break-glass), how often, the error envelope, the request's audit record and
+ * idempotency. Contexts declare routes; these apply to all of them.
+ */
+@Module({})
+export class HttpModule implements OnModuleInit {
+  constructor(
+    private readonly idempotency: IdempotencyStore,
+    private readonly tasks: PeriodicTasks,
+  ) {}
+
+  static forRoot(config: HcpConfig): DynamicModule {
+    return {
+      module: HttpModule,
+      imports: [PassportModule, ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute))],
+      providers: [
+        BearerTokenStrategy,
+        BreakGlassRecorder,
+        RequestRecorder,
+        IdempotencyStore,
+        // Guards run in this order: who is calling and may they, then how often.
+        { provide: APP_GUARD, useClass: AccessGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
+        { provide: APP_FILTER, useClass: HcpExceptionFilter },
+        // Interceptors run in this order: the request is recorded for the audit trail, then deduplicated.
+        { provide: APP_INTERCEPTOR, useClass: RequestAuditInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+      ],
+    };
+  }
+
+  onModuleInit(): void {
+    // Every API process purges; the DELETE is idempotent, so running it in several is harmless.
+    this.tasks.register({ role: 'api', name: 'purging idempotency keys', intervalMs: IDEMPOTENCY_PURGE_MS, run: () => this.idempotency.purgeExpired() });
+  }
+}

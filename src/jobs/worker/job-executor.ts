@@ -1,0 +1,35 @@
+import type { HcpErrorShape, JobState } from '@hcp/domain';
+
+/** The actor of every event a worker writes, on the job and on the job's resource. */
+export const JOB_WORKER_ACTOR = 'hcp-worker';
+
+/** One attempt of a job: who holds its lease, how long it may take, and the signal that its lease was lost. */
+export interface JobAttempt {
+  worker: string;
+  deadline: Date;
+  signal: AbortSignal;
+  trace_id: string;
+}
+
+/** What an executor made of one attempt. Nothing of it is on the job's stream yet: the runner writes that. */
+export type JobWork =
+  /** The resource had settled this job already (recorded before a crash, or superseded by a newer request). */
+  | { kind: 'settled'; error: HcpErrorShape | null }
+  /**
+   * The work is done (at the provider); `record` writes its outcome on the resource, which the runner
+   * calls only while the lease is still held. `target` labels metrics (the provider type).
+   */
+  | { kind: 'done'; target: string; record(): Promise<void> }
+  /** The work failed; the runner decides between another attempt and failing the job. */
+  | { kind: 'failed'; target: string; error: unknown };
+
+/**
+ * The port through which a context runs its kind of jobs. The jobs context owns the queue, leases,
+ * attempts, retries and the job's own events; an executor owns the work and what it means for the
+ * job's resource. Register one per job kind with `JobExecutors.register`.
+ */
+export interface JobExecutor {
+  perform(job: JobState, attempt: JobAttempt): Promise<JobWork>;
+  /** The job failed for good: its resource settles where a failed operation leaves it. */
+  recordFailure(job: JobState, error: HcpErrorShape): Promise<void>;
+}

@@ -1,0 +1,2 @@
+// The metering context as the application sees it.
+export { MeteringModule } from './metering.module';
