@@ -1,0 +1,360 @@
+import { Logger } from '@nestjs/common';
+import { register } from 'prom-client';
+import { createHcpUpcasters, decideJob, HcpError, HcpErrorShape, JobCommand, JobEvent, JobQueued, JobType, jobEvent, jobStreamId } from '@hcp/domain';
+import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
+import { ScriptedJobExecutor } from '../../../test/fakes/scripted-job-executor';
+import { eventContext } from '../../platform/event-sourcing/event-context';
+import { HcpMetrics } from '../../platform/observability/hcp-metrics';
+import { JobRepository } from '../job.repository';
+import { LeasedJob } from '../queue/job-queue';
+import { JOB_WORKER_ACTOR } from './job-executor';
+import { JobExecutors } from './job-executors';
+import { JobPolicy, JobRunner } from './job-runner';
+
+const NOW = new Date('2026-03-01T12:00:00.000Z');
+const WORKER = 'worker-a';
+const TRACE = 'trace-1';
+const POLICY: JobPolicy = { maxAttempts: 3, retryBackoffMs: 1_000, attemptTimeoutMs: 30_000 };
+const UNAVAILABLE: HcpErrorShape = { code: 'PROVIDER_UNAVAILABLE', message: 'the provider did not answer', retryable: true };
+const LEASE_EXPIRED: HcpErrorShape = { code: 'PROVIDER_TIMEOUT', message: 'the worker running this job stopped answering', retryable: true };
+
+// prom-client registers every metric in its global registry: one HcpMetrics per spec file, reset before each spec.
+const metrics = new HcpMetrics();
+
+describe('JobRunner', () => {
+  let store: InMemoryEventStore;
+  let codec: DomainEventCodec;
+  let jobs: JobRepository;
+  let executors: JobExecutors;
+  let executor: ScriptedJobExecutor;
+  let runner: JobRunner;
+  let lease: AbortController;
+  let jobCount = 0;
+
+  beforeEach(() => {
+    // Only the clock is fixed (retry_at, deadlines and event times); promises and timers stay real.
+    jest.useFakeTimers({
+      now: NOW,
+      doNotFake: ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'],
+    });
+    jest.spyOn(Math, 'random').mockReturnValue(0.5); // backoff jitter factor 1.0
+    register.resetMetrics();
+    store = new InMemoryEventStore();
+    codec = new DomainEventCodec(createHcpUpcasters());
+    jobs = new JobRepository(store, codec);
+    executors = new JobExecutors();
+    executor = new ScriptedJobExecutor();
+    executors.register('vm', executor);
+    runner = new JobRunner(jobs, executors, metrics);
+    lease = new AbortController();
+  });
+
+  afterEach(() => {
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  interface GivenJob {
+    id: string;
+    lease: LeasedJob;
+    /** How many events the job's stream holds before the runner acts. */
+    given: number;
+  }
+
+  /** GIVEN a job queued by alice (through the real repository), then the job commands in `history`. */
+  async function givenJob(history: JobCommand[] = [], type: JobType = 'vm.start'): Promise<GivenJob> {
+    const id = `job-${++jobCount}`;
+    const queued = jobEvent<JobQueued>('JobQueued', { job_id: id, project_id: 'p-1', type, resource_id: 'vm-1', trace_id: TRACE, actor: 'alice', params: {} });
+    await jobs.ensureQueued(queued, eventContext('alice', TRACE));
+    for (const command of history) {
+      const loaded = await jobs.load(id);
+      await jobs.append(loaded, decideJob(loaded.state, command), eventContext(JOB_WORKER_ACTOR, TRACE));
+    }
+    const leased: LeasedJob = { job_id: id, project_id: 'p-1', type, resource_id: 'vm-1', leases: history.length + 1, reclaimed: false };
+    return { id, lease: leased, given: history.length + 1 };
+  }
+
+  const started = (worker = 'worker-old'): JobCommand => ({ type: 'start', worker });
+  const attemptFailed = (error: HcpErrorShape = UNAVAILABLE): JobCommand => ({ type: 'fail_attempt', error, retry_at: NOW.toISOString() });
+
+  /** THEN: the events the runner appended to the job's stream, decoded. */
+  async function eventsWritten(job: GivenJob): Promise<JobEvent[]> {
+    const recorded = await store.readStream(jobStreamId(job.id), { fromRevision: BigInt(job.given) });
+    return recorded.map((r) => codec.decode<JobEvent>(r).event);
+  }
+
+  async function streamTypes(job: GivenJob): Promise<string[]> {
+    return (await store.readStream(jobStreamId(job.id))).map((r) => r.type);
+  }
+
+  const run = (job: GivenJob, policy: JobPolicy = POLICY) => runner.run(job.lease, WORKER, policy, lease.signal);
+  const counterValue = async (metric: { get(): Promise<{ values: Array<{ value: number; labels: object }> }> }, labels: object = {}) =>
+    (await metric.get()).values.find((v) => JSON.stringify(v.labels) === JSON.stringify(labels))?.value ?? 0;
+  const at = (ms: number) => new Date(NOW.getTime() + ms);
+
+  describe('a job that is over', () => {
+    it.each([
+      ['succeeded', [started(), { type: 'succeed' }] as JobCommand[]],
+      ['failed', [{ type: 'fail', error: UNAVAILABLE }] as JobCommand[]],
+    ])('finishes a job that has %s already without touching it', async (_status, history) => {
+      const job = await givenJob(history);
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([]);
+      expect(executor.calls).toEqual([]);
+    });
+
+    it('finishes a leased job that has no stream without writing one', async () => {
+      const result = await runner.run({ job_id: 'job-unknown', project_id: 'p-1', type: 'vm.start', resource_id: 'vm-1', leases: 1, reclaimed: false }, WORKER, POLICY, lease.signal);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await store.readStream(jobStreamId('job-unknown'))).toEqual([]);
+      expect(executor.calls).toEqual([]);
+    });
+  });
+
+  describe('a job whose previous holder lost its lease', () => {
+    it('writes off the running attempt as PROVIDER_TIMEOUT, counts the lease expiry and runs the job again', async () => {
+      const job = await givenJob([started('worker-old')]);
+      executor.willAnswer(executor.done());
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobAttemptFailed', { attempt: 1, error: LEASE_EXPIRED, retry_at: NOW.toISOString() }),
+        jobEvent('JobStarted', { attempt: 2, worker: WORKER }),
+        jobEvent('JobSucceeded', { attempt: 2 }),
+      ]);
+      expect(await counterValue(metrics.leaseExpiries)).toBe(1);
+    });
+
+    it('fails the job when the written-off attempt was its last, and lets the executor record the failure on the resource', async () => {
+      const job = await givenJob([...failedAttempts(2), started('worker-old')]);
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobAttemptFailed', { attempt: 3, error: LEASE_EXPIRED, retry_at: NOW.toISOString() }),
+        jobEvent('JobFailed', { attempt: 3, error: LEASE_EXPIRED }),
+      ]);
+      expect(executor.callNames()).toEqual(['recordFailure']);
+      expect(executor.calls[0]).toMatchObject({ call: 'recordFailure', job: { id: job.id, status: 'queued', attempts: 3 }, error: LEASE_EXPIRED });
+      expect(await counterValue(metrics.leaseExpiries)).toBe(1);
+    });
+  });
+
+  describe('a job that has used up its attempts', () => {
+    it('fails with the error of its last attempt, recorded on the resource first, without performing again', async () => {
+      const job = await givenJob(failedAttempts(3));
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobFailed', { attempt: 3, error: UNAVAILABLE })]);
+      expect(executor.callNames()).toEqual(['recordFailure']);
+      expect(executor.calls[0]).toMatchObject({ call: 'recordFailure', job: { id: job.id, attempts: 3 }, error: UNAVAILABLE });
+    });
+  });
+
+  describe('an attempt', () => {
+    it('is started (JobStarted with the worker) before the executor performs it, with the deadline, signal and trace', async () => {
+      const job = await givenJob();
+      let streamWhilePerforming: string[] = [];
+      executor.willAnswer(async () => {
+        streamWhilePerforming = await streamTypes(job);
+        return executor.done();
+      });
+
+      await run(job);
+
+      expect(streamWhilePerforming).toEqual(['JobQueued', 'JobStarted']);
+      const [performed] = executor.calls;
+      expect(performed).toMatchObject({ call: 'perform', job: { id: job.id, type: 'vm.start', status: 'running', attempts: 1, resource_id: 'vm-1' } });
+      expect(performed).toMatchObject({ attempt: { worker: WORKER, deadline: at(POLICY.attemptTimeoutMs), signal: lease.signal, trace_id: TRACE } });
+      expect((await eventsWritten(job))[0]).toEqual(jobEvent('JobStarted', { attempt: 1, worker: WORKER }));
+    });
+
+    it('records success after the executor recorded the outcome on the resource, and counts the job as succeeded', async () => {
+      const job = await givenJob();
+      let streamWhileRecording: string[] = [];
+      executor.willAnswer(executor.done('simulator', async () => void (streamWhileRecording = await streamTypes(job))));
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(streamWhileRecording).toEqual(['JobQueued', 'JobStarted']);
+      expect(executor.callNames()).toEqual(['perform', 'record']);
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobSucceeded', { attempt: 1 })]);
+      expect(await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: 'succeeded' })).toBe(1);
+    });
+
+    it('writes its events as the worker, on the trace of the request', async () => {
+      const job = await givenJob();
+      executor.willAnswer(executor.done());
+
+      await run(job);
+
+      const recorded = await store.readStream(jobStreamId(job.id), { fromRevision: BigInt(job.given) });
+      expect(recorded.map((r) => codec.decode(r).context)).toEqual([
+        { actor: JOB_WORKER_ACTOR, trace_id: TRACE, occurred_at: NOW.toISOString() },
+        { actor: JOB_WORKER_ACTOR, trace_id: TRACE, occurred_at: NOW.toISOString() },
+      ]);
+    });
+  });
+
+  describe('an attempt that failed', () => {
+    it.each(['PROVIDER_UNAVAILABLE', 'PROVIDER_TIMEOUT', 'RATE_LIMITED'] as const)(
+      'schedules a retry after the backoff for %s while attempts remain',
+      async (code) => {
+        const job = await givenJob();
+        const error = new HcpError(code, 'try again later');
+        executor.willAnswer({ kind: 'failed', target: 'simulator', error });
+
+        const result = await run(job);
+
+        expect(result).toEqual({ kind: 'retry', at: at(POLICY.retryBackoffMs) });
+        expect(await eventsWritten(job)).toEqual([
+          jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+          jobEvent('JobAttemptFailed', { attempt: 1, error: { code, message: 'try again later', retryable: true }, retry_at: at(POLICY.retryBackoffMs).toISOString() }),
+        ]);
+        expect(executor.callNames()).toEqual(['perform']);
+        expect(await counterValue(metrics.jobRetries, { code })).toBe(1);
+        expect((await metrics.jobsFinished.get()).values).toEqual([]);
+      },
+    );
+
+    it.each([
+      [2, 0.5, 4_000], // base * 2^(3-1)
+      [1, 0, 1_600], // base * 2^(2-1) * 0.8 (least jitter)
+      [1, 0.999_999, 2_400], // base * 2^(2-1) * 1.2 (most jitter)
+    ])('backs off exponentially with the attempts already made (%i before this one, random %d): %i ms', async (before, random, backoffMs) => {
+      (Math.random as jest.Mock).mockReturnValue(random);
+      const job = await givenJob(failedAttempts(before));
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error: new HcpError('PROVIDER_UNAVAILABLE', 'down') });
+
+      const result = await run(job, { ...POLICY, maxAttempts: 5 });
+
+      expect(result).toEqual({ kind: 'retry', at: at(backoffMs) });
+    });
+
+    it('waits at most five minutes before the next attempt', async () => {
+      const job = await givenJob(failedAttempts(3));
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error: new HcpError('PROVIDER_UNAVAILABLE', 'down') });
+
+      const result = await run(job, { ...POLICY, maxAttempts: 5, retryBackoffMs: 60_000 });
+
+      expect(result).toEqual({ kind: 'retry', at: at(5 * 60_000) }); // 60s * 2^3 = 8 min, capped
+    });
+
+    it.each([
+      ['a non-retryable code', new HcpError('FEATURE_NOT_SUPPORTED', 'no reboot on this provider')],
+      ['a retryable code the thrower marked final', new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false)],
+    ])('fails for good on %s: the resource records the failure, then the job fails', async (_case, error) => {
+      const job = await givenJob();
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobFailed', { attempt: 1, error: error.toShape() })]);
+      expect(executor.callNames()).toEqual(['perform', 'recordFailure']);
+      expect(executor.calls[1]).toMatchObject({ call: 'recordFailure', job: { id: job.id, status: 'running', attempts: 1 }, error: error.toShape() });
+      expect(await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: error.code })).toBe(1);
+      expect((await metrics.jobRetries.get()).values).toEqual([]);
+    });
+
+    it('fails for good on a retryable error in the last attempt', async () => {
+      const job = await givenJob(failedAttempts(2));
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error: HcpError.fromShape(UNAVAILABLE) });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 3, worker: WORKER }), jobEvent('JobFailed', { attempt: 3, error: UNAVAILABLE })]);
+      expect(executor.callNames()).toEqual(['perform', 'recordFailure']);
+      expect(await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: 'PROVIDER_UNAVAILABLE' })).toBe(1);
+      expect((await metrics.jobRetries.get()).values).toEqual([]);
+    });
+
+    it('wraps an error outside the taxonomy into INTERNAL_ERROR, without its message, and logs it', async () => {
+      const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const job = await givenJob();
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error: new TypeError('cannot read properties of undefined (secret=hunter2)') });
+
+      const result = await run(job);
+
+      const internal: HcpErrorShape = { code: 'INTERNAL_ERROR', message: 'internal error', retryable: false };
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobFailed', { attempt: 1, error: internal })]);
+      expect(executor.calls[1]).toMatchObject({ call: 'recordFailure', error: internal });
+      expect(logged).toHaveBeenCalledWith(`job ${job.id}: failed unexpectedly: TypeError: cannot read properties of undefined (secret=hunter2)`);
+    });
+  });
+
+  describe('a job whose lease was lost while it ran', () => {
+    it.each([
+      ['was done', () => executor.done()],
+      ['failed', () => ({ kind: 'failed' as const, target: 'simulator', error: HcpError.fromShape(UNAVAILABLE) })],
+    ])('is left to its new holder when its work %s, without writing an outcome', async (_kind, work) => {
+      const job = await givenJob();
+      executor.willAnswer(() => {
+        lease.abort();
+        return work();
+      });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'lease_lost' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER })]);
+      expect(executor.callNames()).toEqual(['perform']);
+      expect((await metrics.jobsFinished.get()).values).toEqual([]);
+    });
+  });
+
+  describe('a job its resource had settled already', () => {
+    it('succeeds when the resource recorded no error', async () => {
+      const job = await givenJob();
+      executor.willAnswer({ kind: 'settled', error: null });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobSucceeded', { attempt: 1 })]);
+      expect(executor.callNames()).toEqual(['perform']);
+    });
+
+    it('fails with the error the resource recorded, without recording it on the resource again', async () => {
+      const job = await givenJob();
+      executor.willAnswer({ kind: 'settled', error: UNAVAILABLE });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobFailed', { attempt: 1, error: UNAVAILABLE })]);
+      expect(executor.callNames()).toEqual(['perform']);
+    });
+  });
+
+  describe('a job of a kind no executor runs', () => {
+    it('fails with INTERNAL_ERROR without starting it', async () => {
+      runner = new JobRunner(jobs, new JobExecutors(), metrics);
+      const job = await givenJob([], 'vm.reboot');
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobFailed', { attempt: 0, error: { code: 'INTERNAL_ERROR', message: 'no executor runs vm.reboot jobs', retryable: false } }),
+      ]);
+    });
+  });
+
+  /** `n` attempts that each started and failed with PROVIDER_UNAVAILABLE; the job is queued again. */
+  function failedAttempts(n: number): JobCommand[] {
+    return Array.from({ length: n }, (_, i) => [started(`worker-${i}`), attemptFailed()]).flat();
+  }
+});
