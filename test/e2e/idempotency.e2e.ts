@@ -1,6 +1,7 @@
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
+import { whileSimulatorHoldsVm } from '../support/simulator-hold';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
 
 describe('Idempotency-Key', () => {
@@ -73,14 +74,18 @@ describe('Idempotency-Key', () => {
     const created = await api.post('/v1/projects/idem/vms', createBody('to-delete'));
     await jobFinished(api, 'idem', created.body.job_id);
     await eventually(async () => ((await api.get(`/v1/projects/idem/vms/${created.body.resource_id}`)).body.status === 'running' ? true : undefined), 'running');
-    const headers = { 'idempotency-key': 'delete-once' };
-    const first = await api.request('DELETE', `/v1/projects/idem/vms/${created.body.resource_id}`, undefined, headers);
-    const second = await api.request('DELETE', `/v1/projects/idem/vms/${created.body.resource_id}`, undefined, headers);
-    expect(first.status).toBe(202);
-    expect(second.status).toBe(202);
-    expect(second.body).toEqual(first.body);
-    const withoutKey = await api.delete(`/v1/projects/idem/vms/${created.body.resource_id}`);
-    expect(withoutKey.status).toBe(409);
+    // The simulator cannot remove the VM while the test holds it, so the delete stays in progress and the
+    // VM `deleting` for every request below (at this latency the delete job would otherwise be over in ms).
+    await whileSimulatorHoldsVm(db.url, created.body.resource_id, async () => {
+      const headers = { 'idempotency-key': 'delete-once' };
+      const first = await api.request('DELETE', `/v1/projects/idem/vms/${created.body.resource_id}`, undefined, headers);
+      const second = await api.request('DELETE', `/v1/projects/idem/vms/${created.body.resource_id}`, undefined, headers);
+      expect(first.status).toBe(202);
+      expect(second.status).toBe(202);
+      expect(second.body).toEqual(first.body);
+      const withoutKey = await api.delete(`/v1/projects/idem/vms/${created.body.resource_id}`);
+      expect(withoutKey.status).toBe(409);
+    });
   });
 
   it('refuses a malformed key', async () => {
