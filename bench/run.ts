@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     failures,
   });
   // Written after every scenario, so an interrupted run keeps what it measured.
-  const save = () => writeFileSync(file, JSON.stringify(report(), (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n');
+  const save = () => writeFileSync(file, `${JSON.stringify(report(), (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
 
   for (const name of args.only) {
     if (interrupted) break;
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     try {
       const result = await SCENARIOS[name]!(ctx);
       results.push(result);
-      process.stderr.write(table([result]) + '\n');
+      process.stderr.write(`${table([result])}\n`);
     } catch (err) {
       failures.push({ scenario: name, error: (err as Error).stack ?? String(err) });
       log(`${name} failed: ${(err as Error).stack}`);
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   const summary = report();
 
   process.stdout.write(`\nHCP benchmarks (${summary.mode}, ${summary.seconds.toFixed(0)} s, ${summary.machine.cpus} CPUs, load ${loadBefore.map((l) => l.toFixed(1)).join('/')} before)\n\n`);
-  process.stdout.write(table(results) + '\n');
+  process.stdout.write(`${table(results)}\n`);
   for (const [label, p] of Object.entries(ctx.profiles)) {
     process.stdout.write(`\nprofile ${label} (${p.file}, ${p.idlePercent}% idle): self time\n`);
     for (const e of p.selfTop.slice(0, 12)) process.stdout.write(`  ${String(e.percent).padStart(5)}%  ${e.name}\n`);

@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { json } from 'express';
-import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { SimulatorFaults } from '@hcp/providers';
 import { AppModule } from './app.module';

@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     });
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  process.stdout.write(JSON.stringify({ seconds, applied, rssMb: process.memoryUsage().rss / 2 ** 20 }) + '\n');
+  process.stdout.write(`${JSON.stringify({ seconds, applied, rssMb: process.memoryUsage().rss / 2 ** 20 })}\n`);
   await listener.end();
   await db.end();
 }

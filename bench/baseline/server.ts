@@ -54,13 +54,17 @@ const JOBS = /^\/v1\/projects\/([^/]+)\/jobs$/;
 
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://baseline');
-  let m: RegExpExecArray | null;
-  if (req.method === 'GET' && (m = DETAIL.exec(url.pathname))) {
+  const detail = DETAIL.exec(url.pathname);
+  const list = LIST.exec(url.pathname);
+  const jobs = JOBS.exec(url.pathname);
+  if (req.method === 'GET' && detail) {
+    const m = detail;
     const { rows } = await pool.query(`SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2`, [m[2], m[1]]);
     if (rows.length === 0) return send(res, 404, { error: 'not found' });
     return send(res, 200, rows[0].state);
   }
-  if (req.method === 'GET' && (m = LIST.exec(url.pathname))) {
+  if (req.method === 'GET' && list) {
+    const m = list;
     const limit = Number(url.searchParams.get('limit') ?? 50);
     const { rows } = await pool.query(
       `SELECT id, created_at, state FROM vm_read_model WHERE project_id = $1 AND status <> 'deleted'
@@ -69,13 +73,15 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     );
     return send(res, 200, { items: rows.slice(0, limit).map((r) => r.state), next_cursor: rows.length > limit ? 'more' : null });
   }
-  if (req.method === 'POST' && (m = LIST.exec(url.pathname))) {
+  if (req.method === 'POST' && list) {
+    const m = list;
     const body = await readBody(req);
     const id = randomUUID();
     await pool.query(`INSERT INTO bench_baseline_requests (id, project_id, body) VALUES ($1, $2, $3)`, [id, m[1], JSON.stringify(body)]);
     return send(res, 202, { resource_id: id, job_id: id });
   }
-  if (req.method === 'POST' && (m = JOBS.exec(url.pathname))) {
+  if (req.method === 'POST' && jobs) {
+    const m = jobs;
     await readBody(req);
     const id = randomUUID();
     await pool.query(`INSERT INTO bench_baseline_jobs (id, project_id, status) VALUES ($1, $2, 'queued')`, [id, m[1]]);

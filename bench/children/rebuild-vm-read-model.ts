@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     await runner.stop();
     await store.close();
     await pool.end();
-    process.stdout.write(JSON.stringify({ seconds, rssPeakMb: hwmMb() }) + '\n');
+    process.stdout.write(`${JSON.stringify({ seconds, rssPeakMb: hwmMb() })}\n`);
   } finally {
     await dataSource.destroy();
   }

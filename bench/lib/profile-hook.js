@@ -19,7 +19,7 @@ if (dir) {
     const original = pg.Client.prototype.query;
     pg.Client.prototype.query = function (config, ...rest) {
       if (counts) {
-        const text = typeof config === 'string' ? config : config && config.text;
+        const text = typeof config === 'string' ? config : config?.text;
         if (typeof text === 'string') {
           const key = shape(text);
           counts.set(key, (counts.get(key) || 0) + 1);

@@ -78,7 +78,7 @@ const instance = autocannon(
         : null,
       autocannonLatencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
     };
-    process.stdout.write(JSON.stringify(out) + '\n');
+    process.stdout.write(`${JSON.stringify(out)}\n`);
   },
 );
 const started = process.hrtime.bigint();

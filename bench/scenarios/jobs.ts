@@ -41,6 +41,7 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
       const t1 = (await dbNowMs(client)) + 1;
       await sleep(200);
       const timings = await jobTimings(client, t0, t1);
+      // biome-ignore lint/complexity/useMathMinMax: positions are bigints, which Math.max does not take
       const lastPosition = timings.reduce((m, t) => (t.succeededPosition > m ? t.succeededPosition : m), -1n);
       await waitFor('job read model', async () => poller.latest('job-read-model') >= lastPosition, 30_000).catch((err: Error) => log(err.message));
       const recorded = distribution(timings.map((t) => t.succeededMs - t.queuedMs));

@@ -26,7 +26,7 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     readonly name: string,
     private readonly streamPrefix: string,
     private readonly entity: EntityTarget<R>,
-    private readonly evolve: (state: S | null, event: E, at: string) => S | null,
+    evolve: (state: S | null, event: E, at: string) => S | null,
     private readonly toRow: (state: S, position: bigint) => R,
     private readonly table: string,
     /**

@@ -46,7 +46,7 @@ export class CatalogService {
 
   async image(id: string) {
     const image = await this.ops.find('image', id);
-    if (!image || image.spec.visibility !== 'public') throw notFound('image');
+    if (image?.spec.visibility !== 'public') throw notFound('image');
     return image;
   }
 
@@ -62,7 +62,7 @@ export class CatalogService {
     const { catalog, usage } = await this.catalogAndUsage(zoneId);
     const [zone, image, flavor] = [catalog.find('zone', zoneId), catalog.find('image', imageId), catalog.find('flavor', flavorId)];
     if (!zone) throw invalidField('zone', `unknown zone ${JSON.stringify(zoneId)}`);
-    if (!image || image.spec.visibility !== 'public') throw invalidField('image_id', 'unknown image_id');
+    if (image?.spec.visibility !== 'public') throw invalidField('image_id', 'unknown image_id');
     if (!flavor) throw invalidField('flavor_id', 'unknown flavor_id');
     const resources = { vcpus: flavor.spec.vcpus, ram_mb: flavor.spec.ram_mb, disk_gb: flavor.spec.disk_gb };
     if (resources.disk_gb < image.spec.min_disk_gb || resources.ram_mb < image.spec.min_ram_mb) {

@@ -63,7 +63,7 @@ export class ConsoleConnector {
     const session = state!;
 
     const { state: vm } = await this.vms.load(session.vm_id);
-    if (!vm || vm.status !== 'running') {
+    if (vm?.status !== 'running') {
       await this.close(session, 'vm_not_running', traceId);
       throw new HcpError('CONFLICT', `a console needs a running VM; the VM is ${vm?.status ?? 'deleted'}`, { status: vm?.status ?? 'deleted' });
     }

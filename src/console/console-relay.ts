@@ -32,7 +32,7 @@ export class ConsoleRelay {
     readonly session: ConsoleSessionState,
     readonly traceId: string,
     private readonly ws: WebSocket,
-    private readonly client: Duplex,
+    client: Duplex,
     private readonly provider: Duplex,
   ) {
     this.done = new Promise((resolve) => (this.finish = resolve));

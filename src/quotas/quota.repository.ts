@@ -69,7 +69,10 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
       const group = queue.splice(0, MAX_GROUP);
       try {
         const outcomes = await this.updateMany(projectId, group, options);
-        outcomes.forEach((outcome, i) => (outcome.ok ? group[i].resolve({ state: outcome.state, events: outcome.events }) : group[i].reject(outcome.error)));
+        for (const [i, outcome] of outcomes.entries()) {
+          if (outcome.ok) group[i].resolve({ state: outcome.state, events: outcome.events });
+          else group[i].reject(outcome.error);
+        }
       } catch (err) {
         for (const waiting of group) waiting.reject(err);
       }

@@ -58,7 +58,7 @@ export class ListVmsQueryDto extends PageQueryDto {
   /** `key:value`; may be given several times (all must match). */
   @IsOptional()
   @Transform(({ value }) => (Array.isArray(value) ? value : [value]))
-  @IsArray() @ArrayMaxSize(10) @IsString({ each: true }) @Matches(/^[A-Za-z0-9][A-Za-z0-9_.\/-]{0,62}:.{0,255}$/s, { each: true, message: 'tag must be key:value' })
+  @IsArray() @ArrayMaxSize(10) @IsString({ each: true }) @Matches(/^[A-Za-z0-9][A-Za-z0-9_./-]{0,62}:.{0,255}$/s, { each: true, message: 'tag must be key:value' })
   tag?: string[];
 
   @IsOptional() @IsString() @MaxLength(LIMITS.nameFilterLength)

@@ -9,7 +9,7 @@ describe('JWKS verification', () => {
   let db: TestDatabase;
   let hcp: HcpProcess;
   let jwksServer: Server;
-  let published: JWK[] = [];
+  const published: JWK[] = [];
   let fetches = 0;
   const keys: Record<string, { privateKey: KeyLike; alg: 'RS256' | 'ES256' }> = {};
 
@@ -34,7 +34,7 @@ describe('JWKS verification', () => {
   beforeAll(async () => {
     await addKey('rsa-1', 'RS256');
     await addKey('ec-1', 'ES256');
-    jwksServer = createServer((req, res) => {
+    jwksServer = createServer((_req, res) => {
       fetches += 1;
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ keys: published }));

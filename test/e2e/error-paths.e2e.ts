@@ -136,7 +136,7 @@ describe('HTTP error paths', () => {
 
     it('answers the 404 envelope for an unknown route and for a method a route does not have', async () => {
       expectError(await alice.get('/v1/nope'), 404, 'NOT_FOUND');
-      expectError(await alice.get('/v1/projects/a/vms/' + vm.running.id + '/actions'), 404, 'NOT_FOUND');
+      expectError(await alice.get(`/v1/projects/a/vms/${vm.running.id}/actions`), 404, 'NOT_FOUND');
       expectError(await alice.raw('PUT', path('a', vm.running.id), '{}'), 404, 'NOT_FOUND');
       expectError(await alice.delete('/v1/projects/a/vms'), 404, 'NOT_FOUND');
       expectError(await alice.get(path('a', vm.running.id, '/actions/start')), 404, 'NOT_FOUND');

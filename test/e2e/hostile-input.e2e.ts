@@ -72,7 +72,7 @@ const TAXONOMY: Readonly<Record<string, number>> = {
 /** What must never reach a client. The hostile strings of the arbitraries contain none of these. */
 const LEAKS: ReadonlyArray<[string, RegExp]> = [
   ['a node_modules path', /node_modules/i],
-  ['a stack frame', /\bat (?:async )?[\w$.<>\[\] ]*\(?(?:\/|file:|node:|[A-Za-z]:\\)[^)\s]*:\d+:\d+\)?/],
+  ['a stack frame', /\bat (?:async )?[\w$.<>[\] ]*\(?(?:\/|file:|node:|[A-Za-z]:\\)[^)\s]*:\d+:\d+\)?/],
   ['a source position', /\.(?:ts|js|mjs|cjs):\d+(?::\d+)?\b/],
   ['an error class name', /\b(?:QueryFailedError|DatabaseError|TypeORMError|EntityNotFoundError|RangeError|ReferenceError|SyntaxError: Unexpected|TypeError: Cannot)\b/],
   ['a database error text', /\b(?:SQLSTATE|syntax error at or near|invalid input syntax for type|violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|relation "[^"]*" does not exist|column "[^"]*" does not exist|out of range for type|invalid byte sequence for encoding|unsupported Unicode escape sequence|date\/time field value out of range|time zone displacement out of range)\b/i],

@@ -1,4 +1,4 @@
-import { ApiClient } from '../support/api-client';
+import { ApiClient, type ApiResponse } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
@@ -37,7 +37,7 @@ describe('security boundary', () => {
   it('limits requests per actor with 429 RATE_LIMITED and Retry-After', async () => {
     const api = new ApiClient(hcp.baseUrl, hcp.token('busy', { r1: 'viewer' }));
     const statuses: number[] = [];
-    let limited;
+    let limited: ApiResponse | undefined;
     for (let i = 0; i < 10; i++) {
       const res = await api.get('/v1/projects/r1/vms');
       statuses.push(res.status);

@@ -89,6 +89,7 @@ export const HOSTILE_STRINGS: readonly string[] = [
   'hasOwnProperty',
   '__defineGetter__',
   '<script>alert(1)</script>',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a log4shell probe, sent as the literal text it is
   '${jndi:ldap://127.0.0.1/a}',
   '{{7*7}}',
   '\\',
@@ -374,6 +375,7 @@ export const idempotencyKeyArb: fc.Arbitrary<Text> = fc.oneof(
 export const requestIdArb: fc.Arbitrary<Text> = fc.oneof(
   fc.uuid(),
   fc.stringMatching(/^[A-Za-z0-9-]{8,64}$/),
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a log4shell probe, sent as the literal text it is
   fc.constantFrom('', ' ', '<script>', 'a b', 'x'.repeat(129), 'id,with,commas', '../../etc', 'é', '${jndi:x}'),
   headerText,
 );
@@ -384,7 +386,7 @@ export const traceparentArb: fc.Arbitrary<Text> = fc.oneof(
   fc.tuple(hex(32), hex(16)).map(([t, s]) => `00-${t}-${s}-01`),
   fc.tuple(hex(32), hex(16)).map(([t, s]) => `00-${t.toUpperCase()}-${s}-01`),
   fc.tuple(hex(31), hex(16)).map(([t, s]) => `00-${t}-${s}-01`),
-  fc.constantFrom('00-00000000000000000000000000000000-0000000000000000-00', 'ff-' + 'a'.repeat(32) + '-' + 'b'.repeat(16) + '-01', '00--' + '-01', '00'),
+  fc.constantFrom('00-00000000000000000000000000000000-0000000000000000-00', `ff-${'a'.repeat(32)}-${'b'.repeat(16)}-01`, '00--' + '-01', '00'),
   headerText,
 );
 
@@ -463,13 +465,13 @@ const hostileStringValue: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** A map a validator of string maps accepts (valid keys, string values) whose values are hostile. */
-const hostileValuedMap: fc.Arbitrary<unknown> = fc.dictionary(fc.stringMatching(/^[a-z][a-z0-9_.\/-]{0,10}$/), hostileStringValue, { minKeys: 1, maxKeys: 3 });
+const hostileValuedMap: fc.Arbitrary<unknown> = fc.dictionary(fc.stringMatching(/^[a-z][a-z0-9_./-]{0,10}$/), hostileStringValue, { minKeys: 1, maxKeys: 3 });
 
 /** String maps (tags, metadata): hostile values, limits, wrong keys and types. */
 const stringMapArb: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: hostileValuedMap },
   { weight: 3, arbitrary: fc.dictionary(
-    fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[a-z][a-z0-9_.\/-]{0,10}$/) }, { weight: 1, arbitrary: fc.constantFrom('-bad', '', ' ', '__proto__', 'constructor', 'é') }, { weight: 1, arbitrary: fc.string({ maxLength: 70 }) }),
+    fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[a-z][a-z0-9_./-]{0,10}$/) }, { weight: 1, arbitrary: fc.constantFrom('-bad', '', ' ', '__proto__', 'constructor', 'é') }, { weight: 1, arbitrary: fc.string({ maxLength: 70 }) }),
     fc.oneof(
       { weight: 2, arbitrary: fc.string({ maxLength: 12 }) },
       { weight: 2, arbitrary: controlText },

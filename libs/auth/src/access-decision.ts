@@ -38,7 +38,7 @@ export function decideAccess(policy: RoutePolicy | undefined, principal: Princip
   }
 
   const projectId = request.projectId ?? '';
-  const role = Object.prototype.hasOwnProperty.call(principal.projects, projectId) ? principal.projects[projectId] : undefined;
+  const role = Object.hasOwn(principal.projects, projectId) ? principal.projects[projectId] : undefined;
   if (role && (TENANT_ROLES as readonly string[]).includes(role)) {
     if (RANK[role] >= RANK[policy.role]) return { via: 'binding', role };
     throw new HcpError('FORBIDDEN', `this action needs the ${policy.role} role in the project`, { required_role: policy.role });
@@ -54,6 +54,7 @@ function breakGlassOr(principal: Principal, request: AccessRequest, refusal: () 
   if (!principal.opsRoles.includes('break-glass')) throw refusal();
   const reason = request.breakGlassReason?.trim();
   if (!reason) throw new HcpError('FORBIDDEN', 'break-glass access needs an X-Break-Glass-Reason header');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what a header value must not carry
   if (reason.length > MAX_REASON || /[\u0000-\u001f\u007f]/.test(reason)) {
     throw new HcpError('INVALID_REQUEST', `X-Break-Glass-Reason must be printable text of at most ${MAX_REASON} characters`);
   }

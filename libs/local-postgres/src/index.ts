@@ -3,4 +3,4 @@
  * data folder, for local runs and tests. Depends on node built-ins and `pg` only.
  */
 export { startEmbeddedPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './local-postgres';
-export { type EmbeddedPostgresLogger } from './support';
+export type { EmbeddedPostgresLogger } from './support';

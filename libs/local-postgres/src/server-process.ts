@@ -18,7 +18,7 @@ export async function launch(ctx: Context): Promise<number> {
   // Only what postgres prints before its logging collector takes over lands here (bind errors, bad
   // settings); a file rather than a pipe, because a pipe breaks when HCP dies and the server lives on.
   const out = await fs.open(logFile, 'w', 0o600);
-  let child;
+  let child: ReturnType<typeof spawn>;
   // Recorded rather than thrown: an exec failure (missing or non-executable binary) arrives as an event,
   // possibly before we look, and an 'error' event without a listener would crash the process.
   let spawnError: unknown;

@@ -12,6 +12,7 @@ export interface RotationRow {
  * conditionally (`UPDATE ... WHERE id = $1 AND sealed = $previous`) and not overwrite a credential that
  * was replaced while the rotation ran; a store that does so may return `false` to count the row as skipped.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a store that returns nothing has saved the row; only `false` skips it
 export type RotationSave = (id: string, sealed: SealedSecret, previous: SealedSecret) => Promise<void | boolean>;
 
 export interface RotationOptions {

@@ -27,7 +27,7 @@ describe('Keyring from the environment form', () => {
     ['empty value', ' , ', undefined, /HCP_SECRETS_KEKS is empty/],
     ['entry without id', k.b64, undefined, /entry 1 is not of the form id:<base64 key>/],
     ['bad base64', `k1:${k.b64.slice(0, 20)}!!${k.b64.slice(22)}`, undefined, /HCP_SECRETS_KEKS key "k1" is not valid base64/],
-    ['url-safe alphabet', 'k1:' + '-'.repeat(43) + '=', undefined, /not valid base64/],
+    ['url-safe alphabet', `k1:${'-'.repeat(43)}=`, undefined, /not valid base64/],
     ['wrong key length (16 bytes)', `k1:${kek().raw.subarray(0, 16).toString('base64')}`, undefined, /key "k1" decodes to 16 bytes, expected 32/],
     ['wrong key length (33 bytes)', `k1:${Buffer.concat([kek().raw, Buffer.from([1])]).toString('base64')}`, undefined, /decodes to 33 bytes, expected 32/],
     ['active id missing', `k1:${kek().b64},k2:${kek().b64}`, 'k3', /HCP_SECRETS_ACTIVE_KEK="k3" names no key in HCP_SECRETS_KEKS \(known ids: k1, k2\)/],

@@ -237,7 +237,7 @@ export function ensureKeyringFile(file: string, keyId = 'local-1'): Keyring {
   if (!fs.existsSync(resolved)) {
     fs.mkdirSync(path.dirname(resolved), { recursive: true, mode: 0o700 });
     const key = Keyring.generateKey();
-    const body = Buffer.from(JSON.stringify({ activeKeyId: keyId, keys: { [keyId]: encodeBase64(key) } }, null, 2) + '\n', 'utf8');
+    const body = Buffer.from(`${JSON.stringify({ activeKeyId: keyId, keys: { [keyId]: encodeBase64(key) } }, null, 2)}\n`, 'utf8');
     key.fill(0);
     let fd: number | undefined;
     try {

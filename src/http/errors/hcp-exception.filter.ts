@@ -18,7 +18,10 @@ export class HcpExceptionFilter implements ExceptionFilter {
     const req = http.getRequest<RefusableRequest>();
     const res = http.getResponse<Response>();
     const error = toTaxonomyError(exception);
-    if (!isRefusal(error, req)) return renderError(exception, req, res, this.logger);
+    if (!isRefusal(error, req)) {
+      renderError(exception, req, res, this.logger);
+      return;
+    }
     // A refused request is an audit fact: record it, then answer (an unrecordable refusal is still refused).
     const projectId = typeof req.params?.project_id === 'string' ? req.params.project_id : null;
     this.recorder
@@ -41,8 +44,8 @@ function isRefusal(error: HcpError, req: RefusableRequest): boolean {
 /** Express error middleware for what fails before Nest's router (body parsing, size limits). */
 export function expressErrorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
-    if (res.headersSent) return next(err);
-    renderError(err, req, res, logger);
+    if (res.headersSent) next(err);
+    else renderError(err, req, res, logger);
   };
 }
 

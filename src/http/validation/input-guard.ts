@@ -3,6 +3,7 @@ import { invalidRequest } from '@hcp/domain';
 
 const MAX_DEPTH = 32;
 /** NUL and unpaired UTF-16 surrogates: PostgreSQL cannot store them in text or jsonb. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this guard exists to refuse
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
@@ -15,10 +16,10 @@ export function inputGuard(req: Request, _res: Response, next: NextFunction): vo
   try {
     path = decodeURIComponent(req.path);
   } catch {
-    return next(invalidRequest('the path is not valid URL encoding'));
+    next(invalidRequest('the path is not valid URL encoding'));
+    return;
   }
-  if (UNSTORABLE.test(path)) return next(invalidRequest('the path holds characters HCP does not accept'));
-  const problem = inspect(req.query, 0, 'query') ?? inspect(req.body, 0, 'body');
+  const problem = UNSTORABLE.test(path) ? 'the path holds characters HCP does not accept' : (inspect(req.query, 0, 'query') ?? inspect(req.body, 0, 'body'));
   next(problem ? invalidRequest(problem) : undefined);
 }
 

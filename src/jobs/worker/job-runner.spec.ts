@@ -181,7 +181,11 @@ describe('JobRunner', () => {
     it('records success after the executor recorded the outcome on the resource, and counts the job as succeeded', async () => {
       const job = await givenJob();
       let streamWhileRecording: string[] = [];
-      executor.willAnswer(executor.done('simulator', async () => void (streamWhileRecording = await streamTypes(job))));
+      executor.willAnswer(
+        executor.done('simulator', async () => {
+          streamWhileRecording = await streamTypes(job);
+        }),
+      );
 
       const result = await run(job);
 

@@ -9,7 +9,6 @@ import {
   IsOptional,
   IsString,
   IsUrl,
-  IsUUID,
   Matches,
   Max,
   MaxLength,

@@ -8,7 +8,7 @@ import {
   type PostgresEventStoreOptions,
   type RecordedEvent,
 } from '@hcp/eventstore';
-import { Collector, describeEventStoreContract, expectStrictlyIncreasing, newEvent, newEvents, sleep, waitFor } from './event-store.contract';
+import { Collector, describeEventStoreContract, expectStrictlyIncreasing, newEvent, newEvents, sleep, } from './event-store.contract';
 
 const DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
 

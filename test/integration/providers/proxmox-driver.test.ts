@@ -591,7 +591,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
 
     it('refuses a server whose certificate does not match the pin, before sending anything', async () => {
       const mark = f.sim.requests.length;
-      const d = f.driver({ tls: { fingerprint_sha256: 'AB:'.repeat(31) + 'AB' } });
+      const d = f.driver({ tls: { fingerprint_sha256: `${'AB:'.repeat(31)}AB` } });
       const err = await caught(d.describeVm(randomUUID(), op()));
       expect(err.code).toBe('PROVIDER_UNAVAILABLE');
       expect(err.retryable).toBe(false);

@@ -725,7 +725,7 @@ export class ProxmoxSimulator {
       return refuse(new PveError(400, 'Parameter verification failed.', errors));
     }
     const p = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)]));
-    let grant;
+    let grant: ReturnType<SimVncConsoles['redeem']>;
     try {
       const vm = this.vmOn(p.node, p.vmid);
       if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);

@@ -181,12 +181,18 @@ function parsePropertyString(format: Record<string, PveProperty>, data: string, 
 }
 
 function checkFormat(format: string | Record<string, PveProperty>, value: string, at: string): void {
-  if (typeof format === 'object') return parsePropertyString(format, value, at);
+  if (typeof format === 'object') {
+    parsePropertyString(format, value, at);
+    return;
+  }
   if (format === 'regex') return;
   const m = /^(.*?)(?:-(list|opt))?$/.exec(format)!;
   const [, name, kind] = m;
   const hash = NAMED_PROPERTY_STRINGS[name];
-  if (hash) return parsePropertyString(hash, value, at);
+  if (hash) {
+    parsePropertyString(hash, value, at);
+    return;
+  }
   const validator = NAMED[name];
   // Formats this simulator has no validator for are accepted, as if they were plain strings.
   if (!validator) return;
@@ -275,7 +281,9 @@ function checkProp(value: unknown, schema: PveProperty, at: string, errors: Reco
     }
   }
   if (Array.isArray(value) || (value !== null && typeof value === 'object')) {
-    if (Array.isArray(value) && schema.items) value.forEach((v, i) => checkProp(v, schema.items!, `${at}[${i}]`, errors, encoding));
+    if (Array.isArray(value) && schema.items) {
+      for (const [i, v] of value.entries()) checkProp(v, schema.items, `${at}[${i}]`, errors, encoding);
+    }
     return;
   }
   const text = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
@@ -340,7 +348,7 @@ const INDEX_LIMITS: Record<string, number> = {
 };
 
 function schemaFor(properties: Record<string, PveProperty>, key: string): PveProperty | undefined {
-  if (Object.prototype.hasOwnProperty.call(properties, key)) return properties[key];
+  if (Object.hasOwn(properties, key)) return properties[key];
   const m = /^([a-z_-]+?)(\d+)$/i.exec(key);
   if (!m) return undefined;
   const indexed = properties[`${m[1]}[n]`];
@@ -365,7 +373,7 @@ function checkObject(
   for (const k of Object.keys(value)) {
     const schema = schemaFor(properties, k);
     if (schema) {
-      if (!Object.prototype.hasOwnProperty.call(properties, k)) checkProp(value[k], schema, join(k), errors, encoding);
+      if (!Object.hasOwn(properties, k)) checkProp(value[k], schema, join(k), errors, encoding);
       if (typeof schema.requires === 'string' && value[schema.requires] === undefined) {
         addError(errors, join(schema.requires), `missing property - '${join(k)}' requires this property`);
       }

@@ -72,7 +72,7 @@ function rejectionOf(c: PlacementCandidate, request: PlacementRequest, missing: 
   if (!c.image_ref) return 'image_not_available';
   const lacks = missingCapabilities(c.capabilities, request.requires ?? {});
   if (lacks.length > 0) {
-    lacks.forEach((m) => missing.add(m));
+    for (const m of lacks) missing.add(m);
     return 'missing_capability';
   }
   if (c.capacity) {

@@ -34,7 +34,7 @@ export function quotaUsageOf(reservations: Readonly<Record<string, QuotaResource
 }
 
 const isReserved = (state: QuotaState | null, vmId: string): boolean =>
-  state !== null && Object.prototype.hasOwnProperty.call(state.reservations, vmId);
+  state !== null && Object.hasOwn(state.reservations, vmId);
 
 // ---------------------------------------------------------------------------------------------------
 // evolve: state + event -> state. Total and pure; used by the aggregate and by the read-model projection.
@@ -102,7 +102,7 @@ export function evolveQuotaAll(state: QuotaState | null, events: ReadonlyArray<{
         break;
       case 'QuotaReserved': {
         const { vm_id, resources } = event.data;
-        if (Object.prototype.hasOwnProperty.call(reservations, vm_id)) continue;
+        if (Object.hasOwn(reservations, vm_id)) continue;
         if (!copied) [reservations, copied] = [{ ...reservations }, true];
         const held: QuotaResources = { vcpus: resources.vcpus, ram_mb: resources.ram_mb, disk_gb: resources.disk_gb };
         // Defined, not assigned: a vm id of "__proto__" is data like any other.
@@ -115,7 +115,7 @@ export function evolveQuotaAll(state: QuotaState | null, events: ReadonlyArray<{
       }
       case 'QuotaReleased': {
         const { vm_id } = event.data;
-        if (!Object.prototype.hasOwnProperty.call(reservations, vm_id)) continue;
+        if (!Object.hasOwn(reservations, vm_id)) continue;
         if (!copied) [reservations, copied] = [{ ...reservations }, true];
         const held = reservations[vm_id]!;
         delete reservations[vm_id];

@@ -4,8 +4,6 @@ import {
   VmCreateRequestedData,
   VmEvent,
   VmOperation,
-  VmPlacement,
-  VmResources,
   VmSpec,
   vmEvent,
 } from './vm.events';

@@ -87,7 +87,8 @@ export class ProxmoxAuth {
       try {
         const renewed = await this.postTicket(previous.username, previous.ticket, ctx);
         this.options.stats.renewals++;
-        return (this.ticket = this.rememberTicket(renewed));
+        this.ticket = this.rememberTicket(renewed);
+        return this.ticket;
       } catch (err) {
         // A renewal the server refuses (expired, key rotated) falls back to the password.
         if (!(err instanceof ProxmoxApiError && (err.status === 401 || err.status === 403))) throw err;
@@ -95,7 +96,8 @@ export class ProxmoxAuth {
     }
     const fresh = await this.postTicket(creds.username, creds.password, ctx);
     this.options.stats.logins++;
-    return (this.ticket = this.rememberTicket(fresh));
+    this.ticket = this.rememberTicket(fresh);
+    return this.ticket;
   }
 
   private async postTicket(username: string, password: string, ctx: CallContext): Promise<Ticket> {

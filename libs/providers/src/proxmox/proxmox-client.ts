@@ -64,7 +64,8 @@ export class ProxmoxClient {
   readonly stats = { requests: 0, retries: 0, logins: 0, renewals: 0 };
 
   constructor(options: ProxmoxClientOptions) {
-    const now = (this.now = options.now ?? Date.now);
+    this.now = options.now ?? Date.now;
+    const now = this.now;
     const stats = this.stats;
     this.http = new ProxmoxHttp({
       endpoint: options.endpoint,

@@ -40,7 +40,7 @@ describe('endpoint, TLS and settings', () => {
   });
 
   it('normalises fingerprints and checks PEMs', () => {
-    const fp = 'AB:'.repeat(31) + 'AB';
+    const fp = `${'AB:'.repeat(31)}AB`;
     expect(parseProxmoxTls({ fingerprint_sha256: fp })).toEqual({ fingerprint_sha256: 'ab'.repeat(32) });
     expect(thrown(() => parseProxmoxTls({ fingerprint_sha256: 'AB:CD' })).code).toBe('INVALID_REQUEST');
     expect(thrown(() => parseProxmoxTls({ ca_pem: 'not a pem' })).code).toBe('INVALID_REQUEST');

@@ -221,7 +221,7 @@ export class ProxmoxHttp {
 /** A 2xx answer must be the JSON envelope; an error answer may be anything (old servers send no body). */
 function settleAnswer(status: number, reason: string, chunks: Buffer[], resolve: (answer: RawAnswer) => void, reject: (error: Error) => void): void {
   const text = Buffer.concat(chunks).toString('utf8');
-  let parsed: unknown = undefined;
+  let parsed: unknown ;
   if (text !== '') {
     try {
       parsed = JSON.parse(text);

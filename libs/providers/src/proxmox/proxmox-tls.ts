@@ -60,7 +60,7 @@ class ProxmoxAgent extends https.Agent {
       session: undefined,
       ...(ca ? { ca } : {}),
       // Only a pinned fingerprint without a CA lifts chain verification, and the pin replaces it.
-      rejectUnauthorized: pinned && !ca ? false : true,
+      rejectUnauthorized: !(pinned && !ca ),
     });
     let settled = false;
     const settle = (err: Error | null) => {
@@ -81,7 +81,7 @@ class ProxmoxAgent extends https.Agent {
     socket.once('secureConnect', () => {
       if (pinned) {
         const cert = socket.getPeerCertificate();
-        const actual = cert && cert.raw ? certificateFingerprint(cert.raw) : '';
+        const actual = cert?.raw ? certificateFingerprint(cert.raw) : '';
         if (actual !== pinned) {
           settle(new TlsTrustError('FINGERPRINT_MISMATCH', 'the Proxmox certificate does not match the pinned fingerprint'));
           return;

@@ -23,8 +23,8 @@ export class SimulatorConsoles {
   /** Starts an RFB server for the VM on `stream`. */
   serve(hcpId: string, stream: Duplex, password: string, name: string): RfbServerSession {
     const session = serveRfb(stream, { password, name });
-    let sessions = this.open.get(hcpId);
-    if (!sessions) this.open.set(hcpId, (sessions = new Set()));
+    const sessions = this.open.get(hcpId) ?? new Set();
+    this.open.set(hcpId, sessions);
     sessions.add(session);
     void session.ended.then(() => this.forget(hcpId, session));
     this.watch();
