@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApiClient, ApiResponse, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
+import { whileSimulatorHoldsVm } from '../support/simulator-hold';
 import { createTestDatabase, TestDatabase } from '../support/test-database';
 
 /**
@@ -61,7 +62,6 @@ describe('HTTP error paths', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    // Slow enough that a VM stays `deleting` for a while (the double-delete test), fast enough overall.
     hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0.5' } });
     alice = new ApiClient(hcp.baseUrl, hcp.token('alice', { a: 'admin', b: 'viewer' }));
     bob = alice.as(hcp.token('bob', { bobs: 'admin' }));
@@ -157,12 +157,17 @@ describe('HTTP error paths', () => {
     });
 
     it('refuses a second delete while the first is in progress, and any action on a deleting VM', async () => {
-      const first = await alice.delete(path('a', vm.doomed.id));
-      expect(first.status).toBe(202);
-      const second = await alice.delete(path('a', vm.doomed.id));
-      expect(expectError(second, 409, 'CONFLICT').details).toMatchObject({ status: 'deleting' });
-      expect(expectError(await alice.post(path('a', vm.doomed.id, '/actions/start'), {}), 409, 'CONFLICT').details).toMatchObject({ status: 'deleting' });
-      expectError(await alice.patch(path('a', vm.doomed.id), { tags: { late: 'yes' } }), 409, 'CONFLICT');
+      // The simulator cannot remove the VM while the test holds it: the delete stays in progress (the VM
+      // `deleting`) for every request below, however long they take, and finishes once released.
+      const first = await whileSimulatorHoldsVm(db.url, vm.doomed.id, async () => {
+        const accepted = await alice.delete(path('a', vm.doomed.id));
+        expect(accepted.status).toBe(202);
+        const second = await alice.delete(path('a', vm.doomed.id));
+        expect(expectError(second, 409, 'CONFLICT').details).toMatchObject({ status: 'deleting' });
+        expect(expectError(await alice.post(path('a', vm.doomed.id, '/actions/start'), {}), 409, 'CONFLICT').details).toMatchObject({ status: 'deleting' });
+        expectError(await alice.patch(path('a', vm.doomed.id), { tags: { late: 'yes' } }), 409, 'CONFLICT');
+        return accepted;
+      });
 
       // Only one delete job exists, and once it is done the VM is gone: another delete is NOT_FOUND.
       expect(await jobFinished(alice, 'a', first.body.job_id)).toMatchObject({ type: 'vm.delete', status: 'succeeded' });

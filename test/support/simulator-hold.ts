@@ -6,7 +6,8 @@ import { Client } from 'pg';
  * phases) wait for the lock; its reads do not. So an operation on that VM started inside `body` stays in
  * progress until `body` is done, and the in-between state a test asserts on (`deleting`, say) holds
  * however slow or fast the machine is; no other VM is affected. After the release the held operation
- * finishes normally.
+ * finishes normally. Keep holds short: the lock gives the holding transaction an id, and PostgreSQL
+ * event-store readers on the server (projections) wait below the oldest open one until the release.
  */
 export async function whileSimulatorHoldsVm<T>(databaseUrl: string, hcpId: string, body: () => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: databaseUrl });
