@@ -16,6 +16,8 @@ interface PostgresFixture {
   pool: Pool;
   schema: string;
   store: PostgresEventStore;
+  /** Resolves once every event appended so far is below the server's read horizon (see the contract). */
+  allReadable(): Promise<void>;
   /** Opens a store on the same schema with other options (it is closed by cleanup too). */
   anotherStore(options: Omit<PostgresEventStoreOptions, 'pool' | 'schema'>): PostgresEventStore;
   cleanup(): Promise<void>;
@@ -31,6 +33,16 @@ async function createFixture(options: Omit<PostgresEventStoreOptions, 'pool' | '
     pool,
     schema,
     store: stores[0]!,
+    async allReadable() {
+      // Readable means below the oldest transaction in flight on the server: wait for that horizon to pass
+      // the transaction of the last append.
+      const { rows } = await pool.query<{ last: string | null }>(`SELECT max(tx_id)::text AS last FROM "${schema}".hcp_events`);
+      const last = rows[0]?.last;
+      if (!last) return;
+      while (!(await pool.query<{ passed: boolean }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 AS passed`, [last])).rows[0]!.passed) {
+        await sleep(20);
+      }
+    },
     anotherStore(more) {
       const store = new PostgresEventStore({ pool, schema, ...more });
       stores.push(store);
