@@ -72,6 +72,11 @@ describe('ops plane', () => {
     expect(zones.find((z: { id: string }) => z.id === 'legacy').capabilities.reboot).toBe(false);
     expect(zones.find((z: { id: string }) => z.id === 'eu-1').capabilities.reboot).toBe(true);
     expect(JSON.stringify(zones).replace(/"capabilities":\{[^}]*\}/g, '')).not.toMatch(/cluster|provider|tmpl|gold/);
+    // Creates are checked against the catalog read model, which got the image and flavor after the zones:
+    // wait until tenants see both, or a create below is refused as naming an unknown image or flavor.
+    for (const [kind, id] of [['images', ids.image], ['flavors', ids.flavor]]) {
+      await eventually(async () => ((await tenant.get(`/v1/${kind}`)).body.items.some((x: { id: string }) => x.id === id) ? true : undefined), `${kind} visible to tenants`);
+    }
 
     const place = async (zone: string, name: string) => {
       const res = await tenant.post('/v1/projects/acme/vms', { name, zone, image_id: ids.image, flavor_id: ids.flavor });
