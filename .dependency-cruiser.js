@@ -29,14 +29,15 @@ module.exports = {
     },
     {
       name: 'no-deep-lib-imports',
-      comment: "The application uses a library through its index (libs/<lib>/src/index.ts) and the projections through projections/index.ts, not their internals.",
+      comment:
+        'The application uses a library through its index (libs/<lib>/src/index.ts) and the projections through projections/index.ts, not their internals.',
       severity: 'error',
       from: { path: '^src/', pathNot: '\\.spec\\.ts$' },
       to: { path: '^(libs/[^/]+/src/|projections/)', pathNot: '^(libs/[^/]+/src/index\\.ts|projections/index\\.ts)$' },
     },
     {
       name: 'contexts-through-index',
-      comment: "A context uses another context through its index.ts only (its Nest module and what it exports).",
+      comment: 'A context uses another context through its index.ts only (its Nest module and what it exports).',
       severity: 'error',
       from: { path: `^src/${CONTEXTS}/` },
       to: { path: `^src/${CONTEXTS}/`, pathNot: ['^src/$1/', `^src/${CONTEXTS}/index\\.ts$`] },
@@ -77,7 +78,11 @@ module.exports = {
     exclude: { path: ['^dist/', '\\.spec\\.ts$'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.json'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+      extensions: ['.ts', '.js', '.json'],
+    },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

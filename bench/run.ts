@@ -49,7 +49,11 @@ function parseArgs(argv: string[]) {
     const [key, text] = pair.split('=') as [keyof Sizes, string];
     const base = QUICK[key];
     if (base === undefined || text === undefined) throw new Error(`--set: unknown size ${key}`);
-    overrides[key] = Array.isArray(base) ? text.split('+').map(Number) : typeof base === 'boolean' ? text === 'true' : Number(text);
+    overrides[key] = Array.isArray(base)
+      ? text.split('+').map(Number)
+      : typeof base === 'boolean'
+        ? text === 'true'
+        : Number(text);
   }
   return { quick: flag('quick'), profile: flag('profile'), build: !flag('no-build'), only, runtime, overrides };
 }
@@ -67,7 +71,11 @@ async function main(): Promise<void> {
     if (args.build || !existsSync(path.join(BUILD_DIR, 'src', 'main.js'))) await buildHcp();
     compileBenchScripts();
   }
-  const ctx = new BenchContext({ ...(args.quick ? QUICK : FULL), ...args.overrides } as Sizes, args.runtime, profileDir);
+  const ctx = new BenchContext(
+    { ...(args.quick ? QUICK : FULL), ...args.overrides } as Sizes,
+    args.runtime,
+    profileDir,
+  );
   const results: ScenarioResult[] = [];
   const failures: Array<{ scenario: string; error: string }> = [];
   let interrupted = false;
@@ -77,14 +85,25 @@ async function main(): Promise<void> {
     void ctx.cleanup().then(() => process.exit(130));
   });
 
-  const pg = await withClient(ADMIN_URL, async (c) => (await c.query('SHOW server_version')).rows[0].server_version as string).catch(() => 'unknown');
+  const pg = await withClient(
+    ADMIN_URL,
+    async (c) => (await c.query('SHOW server_version')).rows[0].server_version as string,
+  ).catch(() => 'unknown');
   const file = path.join(resultsDir, `${stamp}${args.quick ? '-quick' : ''}${args.profile ? '-profile' : ''}.json`);
   const report = () => ({
     startedAt: started.toISOString(),
     seconds: (Date.now() - started.getTime()) / 1000,
     mode: args.quick ? 'quick' : 'full',
     runtime: args.runtime,
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memMb: Math.round(totalmem() / 2 ** 20), node: process.version, postgres: pg, loadavgBefore: loadBefore, loadavgAfter: loadavg() },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memMb: Math.round(totalmem() / 2 ** 20),
+      node: process.version,
+      postgres: pg,
+      loadavgBefore: loadBefore,
+      loadavgAfter: loadavg(),
+    },
     sizes: ctx.sizes,
     table: results.flatMap((r) => r.rows.map((row) => ({ ...row, ratio: ratio(row), verdict: verdict(row) }))),
     details: Object.fromEntries(results.map((r) => [r.name, r.details])),
@@ -92,7 +111,8 @@ async function main(): Promise<void> {
     failures,
   });
   // Written after every scenario, so an interrupted run keeps what it measured.
-  const save = () => writeFileSync(file, `${JSON.stringify(report(), (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
+  const save = () =>
+    writeFileSync(file, `${JSON.stringify(report(), (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
 
   for (const name of args.only) {
     if (interrupted) break;
@@ -113,12 +133,19 @@ async function main(): Promise<void> {
   }
   const summary = report();
 
-  process.stdout.write(`\nHCP benchmarks (${summary.mode}, ${summary.seconds.toFixed(0)} s, ${summary.machine.cpus} CPUs, load ${loadBefore.map((l) => l.toFixed(1)).join('/')} before)\n\n`);
+  process.stdout.write(
+    `\nHCP benchmarks (${summary.mode}, ${summary.seconds.toFixed(0)} s, ${summary.machine.cpus} CPUs, load ${loadBefore.map((l) => l.toFixed(1)).join('/')} before)\n\n`,
+  );
   process.stdout.write(`${table(results)}\n`);
   for (const [label, p] of Object.entries(ctx.profiles)) {
     process.stdout.write(`\nprofile ${label} (${p.file}, ${p.idlePercent}% idle): self time\n`);
     for (const e of p.selfTop.slice(0, 12)) process.stdout.write(`  ${String(e.percent).padStart(5)}%  ${e.name}\n`);
-    process.stdout.write(`  by area: ${p.byArea.slice(0, 8).map((e) => `${e.name} ${e.percent}%`).join(', ')}\n`);
+    process.stdout.write(
+      `  by area: ${p.byArea
+        .slice(0, 8)
+        .map((e) => `${e.name} ${e.percent}%`)
+        .join(', ')}\n`,
+    );
   }
   process.stdout.write(`\nresults: ${path.relative(ROOT, file)}\n`);
   if (failures.length) {

@@ -14,7 +14,10 @@ export interface ReadModelSinks {
 }
 
 /** Sinks for a rebuild: history is already published, a rebuild only refills the tables. */
-export const SILENT_SINKS: ReadModelSinks = { audit: { publish: async () => undefined }, metering: { publish: async () => undefined } };
+export const SILENT_SINKS: ReadModelSinks = {
+  audit: { publish: async () => undefined },
+  metering: { publish: async () => undefined },
+};
 
 /**
  * Every read model (projections whose only effect is their own tables, so ops can rebuild them). Process

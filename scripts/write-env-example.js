@@ -4,7 +4,10 @@ const fs = require('node:fs');
 const path = require('node:path');
 const root = path.join(__dirname, '..');
 require('ts-node').register({ project: path.join(root, 'tsconfig.json'), transpileOnly: true });
-require('tsconfig-paths').register({ baseUrl: root, paths: require(path.join(root, 'tsconfig.json')).compilerOptions.paths });
+require('tsconfig-paths').register({
+  baseUrl: root,
+  paths: require(path.join(root, 'tsconfig.json')).compilerOptions.paths,
+});
 const { CONFIG_VARIABLES } = require(path.join(root, 'src/config/hcp-config.ts'));
 const lines = [
   '# HCP configuration. Every variable is optional: the defaults below run the embedded default.',

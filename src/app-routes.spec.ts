@@ -15,7 +15,10 @@ function declaredRoutes(): string[] {
       const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
       const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
       if (method === undefined || path === undefined) continue;
-      const full = `/${[base, path].map((p) => p.replace(/^\/+|\/+$/g, '')).filter(Boolean).join('/')}`;
+      const full = `/${[base, path]
+        .map((p) => p.replace(/^\/+|\/+$/g, ''))
+        .filter(Boolean)
+        .join('/')}`;
       routes.push(routeKey(RequestMethod[method], full));
     }
   }

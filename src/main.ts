@@ -43,7 +43,10 @@ async function main(): Promise<void> {
   }
   const runtime = await openRuntime(config).catch((err: unknown) => {
     // A secrets setting that is wrong or missing is a configuration error like any other.
-    if ((err as { name?: string; code?: string }).name === 'SecretsError' && (err as { code?: string }).code === 'CONFIG') {
+    if (
+      (err as { name?: string; code?: string }).name === 'SecretsError' &&
+      (err as { code?: string }).code === 'CONFIG'
+    ) {
       process.stderr.write(`HCP cannot start: invalid configuration:\n  - ${(err as Error).message}\n`);
       process.exit(2);
     }
@@ -72,7 +75,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
-  new NestLogger('hcp').log(`HCP listening on http://${config.host}:${config.port} (roles: ${config.roles.join(', ')})`);
+  new NestLogger('hcp').log(
+    `HCP listening on http://${config.host}:${config.port} (roles: ${config.roles.join(', ')})`,
+  );
 }
 
 main().catch((err) => {

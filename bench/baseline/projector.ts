@@ -26,8 +26,13 @@ async function main(): Promise<void> {
   await db.connect();
   // The read model's own shape and indexes, so the database does the same work as for vm_read_model.
   await db.query(`CREATE TABLE IF NOT EXISTS bench_baseline_vm_rows (LIKE vm_read_model INCLUDING ALL)`);
-  await db.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, -1, now()) ON CONFLICT (name) DO NOTHING`, [NAME]);
-  let checkpoint = BigInt((await db.query(`SELECT position::text AS p FROM projection_checkpoints WHERE name = $1`, [NAME])).rows[0].p);
+  await db.query(
+    `INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, -1, now()) ON CONFLICT (name) DO NOTHING`,
+    [NAME],
+  );
+  let checkpoint = BigInt(
+    (await db.query(`SELECT position::text AS p FROM projection_checkpoints WHERE name = $1`, [NAME])).rows[0].p,
+  );
 
   const listener = new Client({ connectionString: url, application_name: 'hcp-bench-baseline-listen' });
   await listener.connect();
@@ -48,7 +53,14 @@ async function main(): Promise<void> {
   let applied = 0;
   while (!stopping) {
     pending = false;
-    const { rows } = await db.query<{ position: string; stream_id: string; type: string; data: Record<string, unknown>; metadata: { occurred_at?: string }; recorded_at: Date }>(
+    const { rows } = await db.query<{
+      position: string;
+      stream_id: string;
+      type: string;
+      data: Record<string, unknown>;
+      metadata: { occurred_at?: string };
+      recorded_at: Date;
+    }>(
       `SELECT position::text AS position, stream_id, type, data, metadata, recorded_at FROM hcp_events
        WHERE position > $1 AND starts_with(stream_id, 'vm-') AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
        ORDER BY hcp_events.position LIMIT $2`, // the column, not its text alias: text order would skip events
@@ -57,7 +69,10 @@ async function main(): Promise<void> {
     if (rows.length > 0) {
       const ids = [...new Set(rows.map((r) => r.stream_id.slice(3)))];
       await db.query('BEGIN');
-      const existing = await db.query<{ id: string; state: VmState }>(`SELECT id, state FROM bench_baseline_vm_rows WHERE id = ANY($1::uuid[])`, [ids]);
+      const existing = await db.query<{ id: string; state: VmState }>(
+        `SELECT id, state FROM bench_baseline_vm_rows WHERE id = ANY($1::uuid[])`,
+        [ids],
+      );
       const states = new Map<string, VmState | null>(existing.rows.map((r) => [r.id, r.state]));
       const touched = new Map<string, bigint>();
       for (const r of rows) {
@@ -71,9 +86,22 @@ async function main(): Promise<void> {
       const upserts = [...touched].map(([id, position]) => {
         const state = states.get(id)!;
         return {
-          id, project_id: state.project_id, name: state.name, zone: state.zone, image_id: state.image_id, flavor_id: state.flavor_id,
-          status: state.status, desired_state: state.desired_state, addresses: state.addresses, tags: state.tags, metadata: state.metadata,
-          last_job_id: state.last_job_id, created_at: state.created_at, updated_at: state.updated_at, state, position: position.toString(),
+          id,
+          project_id: state.project_id,
+          name: state.name,
+          zone: state.zone,
+          image_id: state.image_id,
+          flavor_id: state.flavor_id,
+          status: state.status,
+          desired_state: state.desired_state,
+          addresses: state.addresses,
+          tags: state.tags,
+          metadata: state.metadata,
+          last_job_id: state.last_job_id,
+          created_at: state.created_at,
+          updated_at: state.updated_at,
+          state,
+          position: position.toString(),
         };
       });
       await db.query(
@@ -90,7 +118,10 @@ async function main(): Promise<void> {
         [JSON.stringify(upserts)],
       );
       checkpoint = BigInt(rows[rows.length - 1]!.position);
-      await db.query(`UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1`, [NAME, checkpoint.toString()]);
+      await db.query(`UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1`, [
+        NAME,
+        checkpoint.toString(),
+      ]);
       await db.query('COMMIT');
       applied += rows.length;
       if (stopAt !== null && checkpoint >= stopAt) break;

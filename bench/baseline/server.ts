@@ -59,7 +59,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const jobs = JOBS.exec(url.pathname);
   if (req.method === 'GET' && detail) {
     const m = detail;
-    const { rows } = await pool.query(`SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2`, [m[2], m[1]]);
+    const { rows } = await pool.query(`SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2`, [
+      m[2],
+      m[1],
+    ]);
     if (rows.length === 0) return send(res, 404, { error: 'not found' });
     return send(res, 200, rows[0].state);
   }
@@ -71,13 +74,20 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
        ORDER BY created_at DESC, id DESC LIMIT $2`,
       [m[1], limit + 1],
     );
-    return send(res, 200, { items: rows.slice(0, limit).map((r) => r.state), next_cursor: rows.length > limit ? 'more' : null });
+    return send(res, 200, {
+      items: rows.slice(0, limit).map((r) => r.state),
+      next_cursor: rows.length > limit ? 'more' : null,
+    });
   }
   if (req.method === 'POST' && list) {
     const m = list;
     const body = await readBody(req);
     const id = randomUUID();
-    await pool.query(`INSERT INTO bench_baseline_requests (id, project_id, body) VALUES ($1, $2, $3)`, [id, m[1], JSON.stringify(body)]);
+    await pool.query(`INSERT INTO bench_baseline_requests (id, project_id, body) VALUES ($1, $2, $3)`, [
+      id,
+      m[1],
+      JSON.stringify(body),
+    ]);
     return send(res, 202, { resource_id: id, job_id: id });
   }
   if (req.method === 'POST' && jobs) {
@@ -93,7 +103,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 
 /** The bare job worker: lease due jobs, run nothing, mark them succeeded; woken by NOTIFY, polls every 250 ms. */
 async function worker(): Promise<void> {
-  const listener = new Client({ connectionString: process.env.DATABASE_URL, application_name: 'hcp-bench-baseline-listen' });
+  const listener = new Client({
+    connectionString: process.env.DATABASE_URL,
+    application_name: 'hcp-bench-baseline-listen',
+  });
   await listener.connect();
   let wake: (() => void) | null = null;
   listener.on('notification', () => wake?.());
@@ -111,7 +124,9 @@ async function worker(): Promise<void> {
     for (const { id } of rows) {
       running++;
       pool
-        .query(`UPDATE bench_baseline_jobs SET status = 'succeeded', finished_at = clock_timestamp() WHERE id = $1`, [id])
+        .query(`UPDATE bench_baseline_jobs SET status = 'succeeded', finished_at = clock_timestamp() WHERE id = $1`, [
+          id,
+        ])
         .finally(() => {
           running--;
           wake?.();
@@ -141,7 +156,9 @@ async function main(): Promise<void> {
     handle(req, res).catch((err: Error) => send(res, 500, { error: err.message }));
   });
   server.keepAliveTimeout = 60_000;
-  server.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write(`baseline listening on ${process.env.PORT}\n`));
+  server.listen(Number(process.env.PORT), '127.0.0.1', () =>
+    process.stdout.write(`baseline listening on ${process.env.PORT}\n`),
+  );
   const stop = () => {
     server.closeAllConnections();
     server.close(() => void pool.end().then(() => process.exit(0)));

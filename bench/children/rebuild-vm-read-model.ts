@@ -19,7 +19,8 @@ import { vmReadModelProjection } from '../../projections/vm-read-model/vm-read-m
 import { createDataSource } from '../../src/platform/persistence/data-source';
 import { migrate } from '../../src/platform/persistence/migrate';
 
-const hwmMb = (): number => Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
+const hwmMb = (): number =>
+  Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
 
 async function main(): Promise<void> {
   const [mode, url, lastText] = process.argv.slice(2);
@@ -33,11 +34,18 @@ async function main(): Promise<void> {
     const last = BigInt(lastText!);
     const pool = new Pool({ connectionString: url, max: 20, application_name: 'hcp-bench-rebuild-events' });
     const store = new PostgresEventStore({ pool });
-    const runner = new ProjectionRunner(dataSource, store, new DomainEventCodec(createHcpUpcasters()), vmReadModelProjection());
+    const runner = new ProjectionRunner(
+      dataSource,
+      store,
+      new DomainEventCodec(createHcpUpcasters()),
+      vmReadModelProjection(),
+    );
     const started = process.hrtime.bigint();
     runner.start();
     for (;;) {
-      const rows = await dataSource.query(`SELECT position::text AS p FROM projection_checkpoints WHERE name = 'vm-read-model'`);
+      const rows = await dataSource.query(
+        `SELECT position::text AS p FROM projection_checkpoints WHERE name = 'vm-read-model'`,
+      );
       if (rows.length && BigInt(rows[0].p) >= last) break;
       await new Promise((r) => setTimeout(r, 20));
     }

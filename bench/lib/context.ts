@@ -74,7 +74,13 @@ export interface HcpHandle {
 export const PROJECTS = Array.from({ length: 100 }, (_, i) => `p-${i}`);
 
 export function createBody(): string {
-  return JSON.stringify({ name: 'bench-{n}', zone: 'local', image_id: SEEDED.imageId, flavor_id: SEEDED.flavorId, tags: { bench: 'yes' } });
+  return JSON.stringify({
+    name: 'bench-{n}',
+    zone: 'local',
+    image_id: SEEDED.imageId,
+    flavor_id: SEEDED.flavorId,
+    tags: { bench: 'yes' },
+  });
 }
 
 /** What every scenario gets: sizes, how to start HCP and the baseline, and cleanup of what it started. */
@@ -114,7 +120,10 @@ export class BenchContext {
   /** The baseline server (bench/baseline/server.ts) on a database. */
   async baseline(databaseUrl: string): Promise<{ url: string; process: ManagedProcess; stop: () => Promise<void> }> {
     const port = await freePort();
-    const child = ManagedProcess.spawnNode('baseline', this.script('bench/baseline/server.ts'), { DATABASE_URL: databaseUrl, PORT: String(port) });
+    const child = ManagedProcess.spawnNode('baseline', this.script('bench/baseline/server.ts'), {
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+    });
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 30_000;
     for (;;) {

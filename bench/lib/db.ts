@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 
 /** The server the benchmarks create their databases on (CI sets HCP_TEST_DATABASE_URL). */
-export const ADMIN_URL = process.env.HCP_BENCH_DATABASE_URL ?? process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
+export const ADMIN_URL =
+  process.env.HCP_BENCH_DATABASE_URL ??
+  process.env.HCP_TEST_DATABASE_URL ??
+  'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
 
 export interface BenchDatabase {
   name: string;

@@ -51,7 +51,9 @@ const BENCH_SCRIPT_DIRS = ['baseline', 'children'];
 
 /** How to run one of the harness's child programs (bench/baseline/*.ts, bench/children/*.ts). */
 export function scriptArgs(runtime: Runtime, file: string): string[] {
-  return runtime === 'build' ? [path.join(BUILD_DIR, file.replace(/\.ts$/, '.js'))] : [path.join(ROOT, 'scripts', 'ts-run.js'), file];
+  return runtime === 'build'
+    ? [path.join(BUILD_DIR, file.replace(/\.ts$/, '.js'))]
+    : [path.join(ROOT, 'scripts', 'ts-run.js'), file];
 }
 
 export async function freePort(): Promise<number> {
@@ -112,7 +114,10 @@ export class HcpUnderTest {
   static async start(options: HcpOptions): Promise<HcpUnderTest> {
     const port = await freePort();
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hcp-bench-'));
-    const entry = options.runtime === 'build' ? [path.join(BUILD_DIR, 'src', 'main.js')] : [path.join(ROOT, 'scripts', 'ts-run.js'), 'src/main.ts'];
+    const entry =
+      options.runtime === 'build'
+        ? [path.join(BUILD_DIR, 'src', 'main.js')]
+        : [path.join(ROOT, 'scripts', 'ts-run.js'), 'src/main.ts'];
     const nodeFlags = options.cpuProfDir ? ['-r', path.join(ROOT, 'bench', 'lib', 'profile-hook.js')] : [];
     const child = ManagedProcess.spawnNode(
       'hcp',
@@ -128,7 +133,14 @@ export class HcpUnderTest {
       },
       { nodeFlags },
     );
-    const hcp = new HcpUnderTest(child, `http://127.0.0.1:${port}`, port, dataDir, new RssSampler(child.pid).start(), options.cpuProfDir ?? null);
+    const hcp = new HcpUnderTest(
+      child,
+      `http://127.0.0.1:${port}`,
+      port,
+      dataDir,
+      new RssSampler(child.pid).start(),
+      options.cpuProfDir ?? null,
+    );
     await hcp.waitUntilReady();
     return hcp;
   }

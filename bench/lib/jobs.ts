@@ -15,11 +15,16 @@ export async function jobCounts(client: Client): Promise<{ queued: number; finis
  * Waits until every job requested so far has finished (and at least `atLeast` were queued). Returns
  * the seconds it took, or null on timeout.
  */
-export async function waitForJobsDrained(client: Client, atLeast: number, timeoutS: number): Promise<{ seconds: number | null; queued: number; finished: number }> {
+export async function waitForJobsDrained(
+  client: Client,
+  atLeast: number,
+  timeoutS: number,
+): Promise<{ seconds: number | null; queued: number; finished: number }> {
   const started = Date.now();
   for (;;) {
     const counts = await jobCounts(client);
-    if (counts.queued >= atLeast && counts.finished >= counts.queued) return { seconds: (Date.now() - started) / 1000, ...counts };
+    if (counts.queued >= atLeast && counts.finished >= counts.queued)
+      return { seconds: (Date.now() - started) / 1000, ...counts };
     if (Date.now() - started > timeoutS * 1000) return { seconds: null, ...counts };
     await sleep(100);
   }

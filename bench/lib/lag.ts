@@ -21,7 +21,11 @@ export class CheckpointPoller {
   private loop: Promise<void> | null = null;
   private client: Client | null = null;
 
-  constructor(private readonly url: string, private readonly names: string[], readonly everyMs = 5) {
+  constructor(
+    private readonly url: string,
+    private readonly names: string[],
+    readonly everyMs = 5,
+  ) {
     for (const name of names) this.samples.set(name, []);
   }
 
@@ -43,7 +47,10 @@ export class CheckpointPoller {
   }
 
   /** Lag of each event (position, recorded at) until `name`'s checkpoint covered it; uncovered events are left out and counted. */
-  lags(name: string, events: Array<{ position: bigint; recordedAtMs: number }>): { lag: Distribution; uncovered: number } {
+  lags(
+    name: string,
+    events: Array<{ position: bigint; recordedAtMs: number }>,
+  ): { lag: Distribution; uncovered: number } {
     const samples = this.samples.get(name)!;
     const lags: number[] = [];
     let uncovered = 0;
@@ -80,7 +87,12 @@ export class CheckpointPoller {
 }
 
 /** Events of streams with a prefix recorded since a time, as (position, recorded_at ms). */
-export async function eventsSince(client: Client, prefix: string, sinceMs: number, untilMs: number): Promise<Array<{ position: bigint; recordedAtMs: number }>> {
+export async function eventsSince(
+  client: Client,
+  prefix: string,
+  sinceMs: number,
+  untilMs: number,
+): Promise<Array<{ position: bigint; recordedAtMs: number }>> {
   const { rows } = await client.query<{ position: string; at_ms: string }>(
     `SELECT position::text AS position, (extract(epoch FROM recorded_at) * 1000)::text AS at_ms FROM hcp_events
      WHERE starts_with(stream_id, $1) AND recorded_at >= to_timestamp($2::double precision / 1000) AND recorded_at < to_timestamp($3::double precision / 1000)
@@ -91,7 +103,9 @@ export async function eventsSince(client: Client, prefix: string, sinceMs: numbe
 }
 
 export async function dbNowMs(client: Client): Promise<number> {
-  const { rows } = await client.query<{ ms: string }>(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`);
+  const { rows } = await client.query<{ ms: string }>(
+    `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms`,
+  );
   return Number(rows[0]!.ms);
 }
 
@@ -102,7 +116,12 @@ export async function dbNowMs(client: Client): Promise<number> {
  * (JobStarted, VmProvisioned, JobSucceeded). Each tick is one transaction, followed by the NOTIFY the
  * store's CommitNotifier would send. Used to measure projections in isolation, without HCP's write path.
  */
-export async function syntheticJobFlow(url: string, refs: CatalogRefs, jobsPerSecond: number, durationMs: number): Promise<{ jobs: number; events: number; ticksLate: number }> {
+export async function syntheticJobFlow(
+  url: string,
+  refs: CatalogRefs,
+  jobsPerSecond: number,
+  durationMs: number,
+): Promise<{ jobs: number; events: number; ticksLate: number }> {
   const client = new Client({ connectionString: url, application_name: 'hcp-bench-synthetic-flow' });
   await client.connect();
   const TICK_MS = 10;
@@ -119,32 +138,68 @@ export async function syntheticJobFlow(url: string, refs: CatalogRefs, jobsPerSe
       inFlight = [];
       if (elapsed < durationMs) {
         const due = Math.floor((elapsed / 1000) * jobsPerSecond) - jobs;
-        for (let i = 0; i < due; i++) inFlight.push({ vm: randomUUID(), job: randomUUID(), project: `p-${(jobs + i) % 100}` });
+        for (let i = 0; i < due; i++)
+          inFlight.push({ vm: randomUUID(), job: randomUUID(), project: `p-${(jobs + i) % 100}` });
         jobs += Math.max(0, due);
       } else if (finishing.length === 0) {
         break;
       }
       const rows: string[] = [];
       const at = new Date().toISOString();
-      const meta = escapeLiteral(JSON.stringify({ schema_version: 1, trace_id: 'bench-flow', actor: 'bench', occurred_at: at }));
+      const meta = escapeLiteral(
+        JSON.stringify({ schema_version: 1, trace_id: 'bench-flow', actor: 'bench', occurred_at: at }),
+      );
       const add = (stream: string, revision: number, type: string, data: unknown, id: string = randomUUID()) => {
-        rows.push(`(${escapeLiteral(stream)}, ${revision}, ${escapeLiteral(id)}::uuid, ${escapeLiteral(type)}, ${escapeLiteral(JSON.stringify(data))}::jsonb, ${meta}::jsonb)`);
+        rows.push(
+          `(${escapeLiteral(stream)}, ${revision}, ${escapeLiteral(id)}::uuid, ${escapeLiteral(type)}, ${escapeLiteral(JSON.stringify(data))}::jsonb, ${meta}::jsonb)`,
+        );
       };
       for (const j of inFlight) {
         add(`vm-${j.vm}`, 0, 'VmCreateRequested', {
-          vm_id: j.vm, project_id: j.project, job_id: j.job, name: `flow-${j.vm.slice(0, 8)}`, zone: 'local', image_id: refs.imageId, flavor_id: refs.flavorId,
-          resources: { vcpus: 1, ram_mb: 1024, disk_gb: 10 }, placement: { provider_id: refs.providerId, cluster_id: refs.clusterId, image_ref: 'template/debian-12' },
-          tags: {}, metadata: {}, ssh_keys: [], power_on: true,
+          vm_id: j.vm,
+          project_id: j.project,
+          job_id: j.job,
+          name: `flow-${j.vm.slice(0, 8)}`,
+          zone: 'local',
+          image_id: refs.imageId,
+          flavor_id: refs.flavorId,
+          resources: { vcpus: 1, ram_mb: 1024, disk_gb: 10 },
+          placement: { provider_id: refs.providerId, cluster_id: refs.clusterId, image_ref: 'template/debian-12' },
+          tags: {},
+          metadata: {},
+          ssh_keys: [],
+          power_on: true,
         });
-        add(`job-${j.job}`, 0, 'JobQueued', { job_id: j.job, project_id: j.project, type: 'vm.create', resource_id: j.vm, trace_id: 'bench-flow', actor: 'bench', params: {} }, j.job);
+        add(
+          `job-${j.job}`,
+          0,
+          'JobQueued',
+          {
+            job_id: j.job,
+            project_id: j.project,
+            type: 'vm.create',
+            resource_id: j.vm,
+            trace_id: 'bench-flow',
+            actor: 'bench',
+            params: {},
+          },
+          j.job,
+        );
       }
       for (const j of finishing) {
         add(`job-${j.job}`, 1, 'JobStarted', { attempt: 1, worker: 'bench' });
-        add(`vm-${j.vm}`, 1, 'VmProvisioned', { job_id: j.job, power_state: 'running', addresses: [{ type: 'ipv4', address: '10.9.9.9', nic: 'net0' }], provider_ref: {} });
+        add(`vm-${j.vm}`, 1, 'VmProvisioned', {
+          job_id: j.job,
+          power_state: 'running',
+          addresses: [{ type: 'ipv4', address: '10.9.9.9', nic: 'net0' }],
+          provider_ref: {},
+        });
         add(`job-${j.job}`, 2, 'JobSucceeded', { attempt: 1 });
       }
       if (rows.length) {
-        await client.query(`INSERT INTO hcp_events (stream_id, revision, event_id, type, data, metadata) VALUES ${rows.join(',\n')}`);
+        await client.query(
+          `INSERT INTO hcp_events (stream_id, revision, event_id, type, data, metadata) VALUES ${rows.join(',\n')}`,
+        );
         await client.query(`SELECT pg_notify('public_hcp_events', '')`);
         events += rows.length;
       }

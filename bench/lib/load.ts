@@ -39,7 +39,10 @@ export interface LoadResult {
 
 /** Runs autocannon in a process of its own (it must not share a CPU budget or event loop with HCP or the harness). */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const out = await runNode([path.join(ROOT, 'bench', 'load', 'cannon.js'), JSON.stringify({ projects: ['bench'], vmCount: 1, ...spec })]);
+  const out = await runNode([
+    path.join(ROOT, 'bench', 'load', 'cannon.js'),
+    JSON.stringify({ projects: ['bench'], vmCount: 1, ...spec }),
+  ]);
   const line = out.trim().split('\n').pop()!;
   return JSON.parse(line) as LoadResult;
 }

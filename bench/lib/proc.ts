@@ -13,7 +13,10 @@ export class RssSampler {
   private timer: NodeJS.Timeout | null = null;
   private windowPeakKb = 0;
 
-  constructor(private readonly pid: number, private readonly everyMs = 100) {}
+  constructor(
+    private readonly pid: number,
+    private readonly everyMs = 100,
+  ) {}
 
   start(): this {
     this.timer = setInterval(() => this.sample(), this.everyMs);
@@ -69,13 +72,21 @@ export class ManagedProcess {
   private output = '';
   readonly exited: Promise<number | null>;
 
-  constructor(readonly name: string, readonly child: ChildProcess) {
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
     child.stdout?.on('data', (d: Buffer) => this.append(d));
     child.stderr?.on('data', (d: Buffer) => this.append(d));
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  static spawnNode(name: string, args: string[], env: Record<string, string>, options: { nodeFlags?: string[] } = {}): ManagedProcess {
+  static spawnNode(
+    name: string,
+    args: string[],
+    env: Record<string, string>,
+    options: { nodeFlags?: string[] } = {},
+  ): ManagedProcess {
     const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
@@ -123,6 +134,10 @@ export function runNode(args: string[], env: Record<string, string> = {}, nodeFl
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-10_000)));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited with ${code}:\n${err}\n${out.slice(-2000)}`))));
+    child.once('exit', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(new Error(`${args.join(' ')} exited with ${code}:\n${err}\n${out.slice(-2000)}`)),
+    );
   });
 }

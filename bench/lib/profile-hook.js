@@ -13,7 +13,13 @@ const dir = process.env.HCP_BENCH_PROFILE_DIR;
 if (dir) {
   fs.mkdirSync(dir, { recursive: true });
   let counts = null;
-  const shape = (text) => text.replace(/\s+/g, ' ').replace(/'(?:[^']|'')*'/g, "'?'").replace(/\b\d+\b/g, '?').trim().slice(0, 90);
+  const shape = (text) =>
+    text
+      .replace(/\s+/g, ' ')
+      .replace(/'(?:[^']|'')*'/g, "'?'")
+      .replace(/\b\d+\b/g, '?')
+      .trim()
+      .slice(0, 90);
   try {
     const pg = require(require.resolve('pg', { paths: [process.cwd()] }));
     const original = pg.Client.prototype.query;

@@ -60,7 +60,11 @@ function areaOf(frame: ProfileNode['callFrame']): string {
 function nameOf(frame: ProfileNode['callFrame']): string {
   const url = frame.url.replace(/^file:\/\//, '');
   const nm = url.lastIndexOf('node_modules/');
-  const where = !url ? '' : nm >= 0 ? url.slice(nm + 'node_modules/'.length) : path.relative(ROOT, url).replace(/^bench\/\.build\//, '');
+  const where = !url
+    ? ''
+    : nm >= 0
+      ? url.slice(nm + 'node_modules/'.length)
+      : path.relative(ROOT, url).replace(/^bench\/\.build\//, '');
   return `${frame.functionName || '(anonymous)'}${where ? ` ${where}:${frame.lineNumber + 1}` : ''}`;
 }
 
@@ -73,7 +77,9 @@ const isHcp = (frame: ProfileNode['callFrame']) => {
 export function summarizeProfile(fileOrDir: string, top = 25): ProfileSummary {
   let file = fileOrDir;
   if (!fileOrDir.endsWith('.cpuprofile')) {
-    const files = readdirSync(fileOrDir).filter((f) => f.endsWith('.cpuprofile')).sort();
+    const files = readdirSync(fileOrDir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .sort();
     if (files.length === 0) throw new Error(`no .cpuprofile in ${fileOrDir}`);
     file = path.join(fileOrDir, files[files.length - 1]!);
   }
@@ -94,7 +100,8 @@ export function summarizeProfile(fileOrDir: string, top = 25): ProfileSummary {
     const leaf = byId.get(profile.samples[i]!)!;
     // The profiler's own start-up (bench/lib/profile-hook.js) is not HCP's time.
     let hook = false;
-    for (let id: number | undefined = leaf.id; id !== undefined && !hook; id = parent.get(id)) hook = byId.get(id)!.callFrame.url.endsWith('profile-hook.js');
+    for (let id: number | undefined = leaf.id; id !== undefined && !hook; id = parent.get(id))
+      hook = byId.get(id)!.callFrame.url.endsWith('profile-hook.js');
     if (hook) continue;
     total += dt;
     if (leaf.callFrame.functionName === '(idle)') {
@@ -133,7 +140,12 @@ export function summarizeProfile(fileOrDir: string, top = 25): ProfileSummary {
   }
   const memoryFile = file.replace(/\.cpuprofile$/, '.memory.json');
   const memoryMb = existsSync(memoryFile)
-    ? Object.fromEntries(Object.entries(JSON.parse(readFileSync(memoryFile, 'utf8')) as Record<string, number>).map(([k, v]) => [k, Math.round(v / 2 ** 20)]))
+    ? Object.fromEntries(
+        Object.entries(JSON.parse(readFileSync(memoryFile, 'utf8')) as Record<string, number>).map(([k, v]) => [
+          k,
+          Math.round(v / 2 ** 20),
+        ]),
+      )
     : undefined;
   return {
     ...(sql ? { sql } : {}),

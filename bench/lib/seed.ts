@@ -32,7 +32,14 @@ const iso = (ts: string) => `to_char((${ts}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"H
  * VMs first..last (inclusive) of one project into vm_read_model, newest last. 1 in 100 is deleted
  * (lists skip those), 15 in 100 stopped, 4 in 100 in error, the rest running with an address.
  */
-export async function seedVmReadModel(client: Client, project: string, first: number, last: number, refs: CatalogRefs, chunk = 25_000): Promise<void> {
+export async function seedVmReadModel(
+  client: Client,
+  project: string,
+  first: number,
+  last: number,
+  refs: CatalogRefs,
+  chunk = 25_000,
+): Promise<void> {
   for (let from = first; from <= last; from += chunk) {
     const to = Math.min(last, from + chunk - 1);
     await client.query(
@@ -111,7 +118,7 @@ export async function appendVmHistory(client: Client, vms: number, chunk = 25_00
        INSERT INTO hcp_events (stream_id, revision, event_id, type, data, metadata)
        SELECT 'vm-' || ev.id, ev.r, ${uuidOf("'bench-event-' || ev.i || '-' || ev.r")}, ev.type, ev.data,
               jsonb_build_object('schema_version', 1, 'trace_id', 'bench-' || ev.i, 'actor', 'bench',
-                                 'occurred_at', ${iso("now() + make_interval(secs => ev.i + ev.r)")})
+                                 'occurred_at', ${iso('now() + make_interval(secs => ev.i + ev.r)')})
        FROM ev
        ORDER BY (ev.i - 1) / 1000, ev.r, ev.i`,
       [from, to, FAKE_CATALOG.imageId, FAKE_CATALOG.flavorId, FAKE_CATALOG.providerId, FAKE_CATALOG.clusterId],

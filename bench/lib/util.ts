@@ -18,7 +18,14 @@ export function distribution(values: number[]): Distribution {
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
   let sum = 0;
   for (const v of sorted) sum += v;
-  return { count: sorted.length, p50: at(50), p90: at(90), p99: at(99), max: sorted[sorted.length - 1]!, mean: sum / sorted.length };
+  return {
+    count: sorted.length,
+    p50: at(50),
+    p90: at(90),
+    p99: at(99),
+    max: sorted[sorted.length - 1]!,
+    mean: sum / sorted.length,
+  };
 }
 
 export function round(value: number | null | undefined, digits = 1): number | null {
@@ -27,7 +34,12 @@ export function round(value: number | null | undefined, digits = 1): number | nu
   return Math.round(value * f) / f;
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs: number, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

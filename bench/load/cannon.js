@@ -50,7 +50,8 @@ const instance = autocannon(
         headers: { 'content-type': 'application/json', ...spec.headers },
         setupRequest,
         onResponse(status, body) {
-          if ((status < 200 || status >= 300) && errorSamples.length < 3) errorSamples.push({ status, body: String(body).slice(0, 300) });
+          if ((status < 200 || status >= 300) && errorSamples.length < 3)
+            errorSamples.push({ status, body: String(body).slice(0, 300) });
         },
       },
     ],
@@ -60,7 +61,7 @@ const instance = autocannon(
       process.stderr.write(`autocannon failed: ${err.stack ?? err}\n`);
       process.exit(1);
     }
-    const wallS = (Number(process.hrtime.bigint() - started) / 1e9);
+    const wallS = Number(process.hrtime.bigint() - started) / 1e9;
     const ok = Float64Array.from(latencies.ok).sort();
     const q = (p) => (ok.length ? ok[Math.min(ok.length - 1, Math.ceil((p / 100) * ok.length) - 1)] : null);
     const out = {
@@ -74,7 +75,13 @@ const instance = autocannon(
       errors: result.errors,
       timeouts: result.timeouts,
       latencyMs: ok.length
-        ? { p50: q(50), p90: q(90), p99: q(99), max: ok[ok.length - 1], mean: ok.reduce((a, b) => a + b, 0) / ok.length }
+        ? {
+            p50: q(50),
+            p90: q(90),
+            p99: q(99),
+            max: ok[ok.length - 1],
+            mean: ok.reduce((a, b) => a + b, 0) / ok.length,
+          }
         : null,
       autocannonLatencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
     };

@@ -25,7 +25,13 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
   const details: Record<string, unknown> = {};
   try {
     const headers = { authorization: `Bearer ${hcp.token({ bench: 'admin' })}` };
-    const spec = { url: hcp.baseUrl, method: 'POST' as const, path: '/v1/projects/bench/vms', body: createBody(), headers };
+    const spec = {
+      url: hcp.baseUrl,
+      method: 'POST' as const,
+      path: '/v1/projects/bench/vms',
+      body: createBody(),
+      headers,
+    };
     await runLoad({ ...spec, connections: 5, amount: 50 });
     await waitForJobsDrained(client, 50, sizes.drainTimeoutS);
     await poller.start();
@@ -43,13 +49,32 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
       const timings = await jobTimings(client, t0, t1);
       // biome-ignore lint/complexity/useMathMinMax: positions are bigints, which Math.max does not take
       const lastPosition = timings.reduce((m, t) => (t.succeededPosition > m ? t.succeededPosition : m), -1n);
-      await waitFor('job read model', async () => poller.latest('job-read-model') >= lastPosition, 30_000).catch((err: Error) => log(err.message));
+      await waitFor('job read model', async () => poller.latest('job-read-model') >= lastPosition, 30_000).catch(
+        (err: Error) => log(err.message),
+      );
       const recorded = distribution(timings.map((t) => t.succeededMs - t.queuedMs));
-      const visible = poller.lags('job-read-model', timings.map((t) => ({ position: t.succeededPosition, recordedAtMs: t.queuedMs })));
+      const visible = poller.lags(
+        'job-read-model',
+        timings.map((t) => ({ position: t.succeededPosition, recordedAtMs: t.queuedMs })),
+      );
       const waiting = distribution(timings.filter((t) => t.startedMs !== null).map((t) => t.startedMs! - t.queuedMs));
-      const running = distribution(timings.filter((t) => t.startedMs !== null).map((t) => t.succeededMs - t.startedMs!));
-      const spanS = timings.length ? (Math.max(...timings.map((t) => t.succeededMs)) - Math.min(...timings.map((t) => t.queuedMs))) / 1000 : null;
-      details[label] = { load: result, drained, jobs: timings.length, recorded, visible: visible.lag, queuedToStarted: waiting, startedToSucceeded: running, spanS, peakRssMb: round(hcp.rss.peakMb()) };
+      const running = distribution(
+        timings.filter((t) => t.startedMs !== null).map((t) => t.succeededMs - t.startedMs!),
+      );
+      const spanS = timings.length
+        ? (Math.max(...timings.map((t) => t.succeededMs)) - Math.min(...timings.map((t) => t.queuedMs))) / 1000
+        : null;
+      details[label] = {
+        load: result,
+        drained,
+        jobs: timings.length,
+        recorded,
+        visible: visible.lag,
+        queuedToStarted: waiting,
+        startedToSucceeded: running,
+        spanS,
+        peakRssMb: round(hcp.rss.peakMb()),
+      };
       return { recorded, visible: visible.lag, spanS, jobs: timings.length, result };
     };
 
@@ -65,8 +90,21 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
     const baseMeasure = async (load: { connections: number; amount: number; overallRate?: number }) => {
       await client.query(`TRUNCATE bench_baseline_jobs`);
       await runLoad({ ...baseSpec, ...load, timeoutS: 120 });
-      await waitFor('baseline jobs', async () => Number((await client.query(`SELECT count(*) FILTER (WHERE status <> 'succeeded')::text AS n FROM bench_baseline_jobs`)).rows[0].n) === 0, 60_000);
-      const { rows: done } = await client.query<{ ms: string }>(`SELECT (extract(epoch FROM finished_at - created_at) * 1000)::text AS ms FROM bench_baseline_jobs`);
+      await waitFor(
+        'baseline jobs',
+        async () =>
+          Number(
+            (
+              await client.query(
+                `SELECT count(*) FILTER (WHERE status <> 'succeeded')::text AS n FROM bench_baseline_jobs`,
+              )
+            ).rows[0].n,
+          ) === 0,
+        60_000,
+      );
+      const { rows: done } = await client.query<{ ms: string }>(
+        `SELECT (extract(epoch FROM finished_at - created_at) * 1000)::text AS ms FROM bench_baseline_jobs`,
+      );
       return distribution(done.map((r) => Number(r.ms)));
     };
     await runLoad({ ...baseSpec, connections: 5, amount: 50 });
@@ -79,17 +117,68 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
     const s1 = `jobs: 202 -> succeeded, one at a time (${sizes.jobsIsolated})`;
     const s2 = `jobs: 202 -> succeeded, ${sizes.jobsBurst.toLocaleString('en-US')} at once`;
     rows.push(
-      { scenario: s1, metric: 'recorded p50', unit: 'ms', hcp: round(single.recorded.p50), baseline: round(baseSingle.p50) },
-      { scenario: s1, metric: 'recorded p99', unit: 'ms', hcp: round(single.recorded.p99), baseline: round(baseSingle.p99) },
-      { scenario: s1, metric: 'visible (GET /jobs) p50', unit: 'ms', hcp: round(single.visible.p50), baseline: round(baseSingle.p50), target: { op: '<', value: 50 } },
-      { scenario: s2, metric: 'recorded p50', unit: 'ms', hcp: round(burst.recorded.p50), baseline: round(baseBurst.p50) },
-      { scenario: s2, metric: 'recorded p99', unit: 'ms', hcp: round(burst.recorded.p99), baseline: round(baseBurst.p99) },
-      { scenario: s2, metric: 'visible (GET /jobs) p50', unit: 'ms', hcp: round(burst.visible.p50), baseline: round(baseBurst.p50), target: { op: '<', value: 50 } },
-      { scenario: s2, metric: 'visible (GET /jobs) p99', unit: 'ms', hcp: round(burst.visible.p99), baseline: round(baseBurst.p99) },
-      { scenario: s2, metric: 'jobs per second (first 202 -> last done)', unit: '1/s', hcp: burst.spanS ? round(burst.jobs / burst.spanS) : null, baseline: null },
+      {
+        scenario: s1,
+        metric: 'recorded p50',
+        unit: 'ms',
+        hcp: round(single.recorded.p50),
+        baseline: round(baseSingle.p50),
+      },
+      {
+        scenario: s1,
+        metric: 'recorded p99',
+        unit: 'ms',
+        hcp: round(single.recorded.p99),
+        baseline: round(baseSingle.p99),
+      },
+      {
+        scenario: s1,
+        metric: 'visible (GET /jobs) p50',
+        unit: 'ms',
+        hcp: round(single.visible.p50),
+        baseline: round(baseSingle.p50),
+        target: { op: '<', value: 50 },
+      },
+      {
+        scenario: s2,
+        metric: 'recorded p50',
+        unit: 'ms',
+        hcp: round(burst.recorded.p50),
+        baseline: round(baseBurst.p50),
+      },
+      {
+        scenario: s2,
+        metric: 'recorded p99',
+        unit: 'ms',
+        hcp: round(burst.recorded.p99),
+        baseline: round(baseBurst.p99),
+      },
+      {
+        scenario: s2,
+        metric: 'visible (GET /jobs) p50',
+        unit: 'ms',
+        hcp: round(burst.visible.p50),
+        baseline: round(baseBurst.p50),
+        target: { op: '<', value: 50 },
+      },
+      {
+        scenario: s2,
+        metric: 'visible (GET /jobs) p99',
+        unit: 'ms',
+        hcp: round(burst.visible.p99),
+        baseline: round(baseBurst.p99),
+      },
+      {
+        scenario: s2,
+        metric: 'jobs per second (first 202 -> last done)',
+        unit: '1/s',
+        hcp: burst.spanS ? round(burst.jobs / burst.spanS) : null,
+        baseline: null,
+      },
       { scenario: s2, metric: 'peak RSS', unit: 'MB', hcp: round(peakRss), baseline: null },
     );
-    if (burst.result.ok < sizes.jobsBurst) rows[3]!.note = `${sizes.jobsBurst - burst.result.ok} creates not accepted: ${JSON.stringify(burst.result.statusCounts)}`;
+    if (burst.result.ok < sizes.jobsBurst)
+      rows[3]!.note = `${sizes.jobsBurst - burst.result.ok} creates not accepted: ${JSON.stringify(burst.result.statusCounts)}`;
     return { name: 'jobs', rows, details };
   } finally {
     await poller.stop().catch(() => undefined);

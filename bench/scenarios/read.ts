@@ -50,14 +50,44 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
         baselineRss.beginWindow();
         log(`read: baseline ${kind} at ${size.toLocaleString('en-US')} VMs`);
         const b = await runLoad({ ...spec, url: baseline.url });
-        details[`${kind}@${size}`] = { hcp: { ...h, peakRssMb: round(hcpPeak) }, baseline: { ...b, peakRssMb: round(baselineRss.peakMb()) } };
+        details[`${kind}@${size}`] = {
+          hcp: { ...h, peakRssMb: round(hcpPeak) },
+          baseline: { ...b, peakRssMb: round(baselineRss.peakMb()) },
+        };
         const scenario = `read: ${kind === 'detail' ? 'GET /vms/{id}' : 'GET /vms?limit=50'} @ ${size.toLocaleString('en-US')} VMs, ${c} clients`;
         const bad = h.requests - h.ok;
         rows.push(
-          { scenario, metric: 'requests per second', unit: '1/s', hcp: round(h.okPerS), baseline: round(b.okPerS), ...(bad ? { note: `${bad} non-2xx ${JSON.stringify(h.statusCounts)}` } : {}) },
-          { scenario, metric: 'p50', unit: 'ms', hcp: round(h.latencyMs?.p50, 2), baseline: round(b.latencyMs?.p50, 2) },
-          { scenario, metric: 'p99', unit: 'ms', hcp: round(h.latencyMs?.p99, 2), baseline: round(b.latencyMs?.p99, 2), target: { op: '<', value: 10 } },
-          { scenario, metric: 'peak RSS', unit: 'MB', hcp: round(hcpPeak), baseline: round(baselineRss.peakMb()), ...(size >= 100_000 ? { target: { op: '<' as const, value: 250 } } : {}) },
+          {
+            scenario,
+            metric: 'requests per second',
+            unit: '1/s',
+            hcp: round(h.okPerS),
+            baseline: round(b.okPerS),
+            ...(bad ? { note: `${bad} non-2xx ${JSON.stringify(h.statusCounts)}` } : {}),
+          },
+          {
+            scenario,
+            metric: 'p50',
+            unit: 'ms',
+            hcp: round(h.latencyMs?.p50, 2),
+            baseline: round(b.latencyMs?.p50, 2),
+          },
+          {
+            scenario,
+            metric: 'p99',
+            unit: 'ms',
+            hcp: round(h.latencyMs?.p99, 2),
+            baseline: round(b.latencyMs?.p99, 2),
+            target: { op: '<', value: 10 },
+          },
+          {
+            scenario,
+            metric: 'peak RSS',
+            unit: 'MB',
+            hcp: round(hcpPeak),
+            baseline: round(baselineRss.peakMb()),
+            ...(size >= 100_000 ? { target: { op: '<' as const, value: 250 } } : {}),
+          },
         );
       }
     }

@@ -23,13 +23,20 @@ export async function rebuild(ctx: BenchContext): Promise<ScenarioResult> {
     let started = Date.now();
     const events = await appendVmHistory(client, ctx.sizes.rebuildVms);
     await client.query('VACUUM (ANALYZE) hcp_events');
-    log(`rebuild: appended ${events.toLocaleString('en-US')} events for ${ctx.sizes.rebuildVms.toLocaleString('en-US')} VMs in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    log(
+      `rebuild: appended ${events.toLocaleString('en-US')} events for ${ctx.sizes.rebuildVms.toLocaleString('en-US')} VMs in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     const last = (await client.query(`SELECT max(position)::text AS p FROM hcp_events`)).rows[0].p as string;
 
     log('rebuild: HCP ProjectionRunner + vm-read-model from position 0');
     const nodeFlags = ctx.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ctx.profileDir, 'rebuild')}`] : [];
     started = Date.now();
-    const hcp = JSON.parse((await runNode([...ts('bench/children/rebuild-vm-read-model.ts'), 'rebuild', db.url, last], {}, nodeFlags)).trim().split('\n').pop()!) as { seconds: number; rssPeakMb: number };
+    const hcp = JSON.parse(
+      (await runNode([...ts('bench/children/rebuild-vm-read-model.ts'), 'rebuild', db.url, last], {}, nodeFlags))
+        .trim()
+        .split('\n')
+        .pop()!,
+    ) as { seconds: number; rssPeakMb: number };
     const rowsBuilt = Number((await client.query(`SELECT count(*)::text AS n FROM vm_read_model`)).rows[0].n);
     if (ctx.profileDir) {
       const { summarizeProfile } = await import('../lib/profile');
@@ -37,12 +44,21 @@ export async function rebuild(ctx: BenchContext): Promise<ScenarioResult> {
     }
 
     log('rebuild: baseline projector from position 0');
-    const base = JSON.parse((await runNode([...ts('bench/baseline/projector.ts'), db.url, last])).trim().split('\n').pop()!) as { seconds: number; applied: number; rssMb: number };
+    const base = JSON.parse(
+      (await runNode([...ts('bench/baseline/projector.ts'), db.url, last])).trim().split('\n').pop()!,
+    ) as { seconds: number; applied: number; rssMb: number };
     const scenario = `rebuild vm-read-model: ${events.toLocaleString('en-US')} events, ${ctx.sizes.rebuildVms.toLocaleString('en-US')} VMs`;
     return {
       name: 'rebuild',
       rows: [
-        { scenario, metric: 'events per second', unit: '1/s', hcp: round(events / hcp.seconds, 0), baseline: round(events / base.seconds, 0), target: { op: '>', value: 20_000 } },
+        {
+          scenario,
+          metric: 'events per second',
+          unit: '1/s',
+          hcp: round(events / hcp.seconds, 0),
+          baseline: round(events / base.seconds, 0),
+          target: { op: '>', value: 20_000 },
+        },
         { scenario, metric: 'duration', unit: 's', hcp: round(hcp.seconds), baseline: round(base.seconds) },
         { scenario, metric: 'peak RSS', unit: 'MB', hcp: round(hcp.rssPeakMb), baseline: round(base.rssMb) },
       ],

@@ -23,7 +23,15 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
   const details: Record<string, unknown> = {};
   try {
     const headers = { authorization: `Bearer ${hcp.token({ bench: 'admin' })}` };
-    const spec: LoadSpec = { url: hcp.baseUrl, method: 'POST', path: '/v1/projects/bench/vms', body: createBody(), headers, connections: 100, durationS: sizes.writeS };
+    const spec: LoadSpec = {
+      url: hcp.baseUrl,
+      method: 'POST',
+      path: '/v1/projects/bench/vms',
+      body: createBody(),
+      headers,
+      connections: 100,
+      durationS: sizes.writeS,
+    };
     await runLoad({ ...spec, connections: 10, durationS: sizes.warmupS });
     hcp.rss.beginWindow();
     log(`write: HCP, 100 clients, one project, ${sizes.writeS} s`);
@@ -34,9 +42,13 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
       const drained = await waitForJobsDrained(client, 1, sizes.drainTimeoutS);
       details.drainAfterOneProject = drained;
       log(`write: HCP, 100 clients over 100 projects, ${sizes.writeS} s`);
-      const spreadHeaders = { authorization: `Bearer ${hcp.token(Object.fromEntries(PROJECTS.map((p) => [p, 'admin'])))}` };
+      const spreadHeaders = {
+        authorization: `Bearer ${hcp.token(Object.fromEntries(PROJECTS.map((p) => [p, 'admin'])))}`,
+      };
       hcp.rss.beginWindow();
-      spread = await ctx.measure(hcp, 'write-100-projects', () => runLoad({ ...spec, headers: spreadHeaders, path: '/v1/projects/{project}/vms', projects: PROJECTS }));
+      spread = await ctx.measure(hcp, 'write-100-projects', () =>
+        runLoad({ ...spec, headers: spreadHeaders, path: '/v1/projects/{project}/vms', projects: PROJECTS }),
+      );
       details.hcpSpread = { ...spread, peakRssMb: round(hcp.rss.peakMb()) };
     }
     let existing: LoadResult | null = null;
@@ -47,16 +59,22 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
       await waitFor(
         'quota projections to catch up',
         async () => {
-          const { rows } = await client.query(`SELECT count(*)::int AS behind FROM projection_checkpoints WHERE name LIKE 'quota%' AND position < (SELECT max(position) FROM hcp_events WHERE starts_with(stream_id, 'quota-'))`);
+          const { rows } = await client.query(
+            `SELECT count(*)::int AS behind FROM projection_checkpoints WHERE name LIKE 'quota%' AND position < (SELECT max(position) FROM hcp_events WHERE starts_with(stream_id, 'quota-'))`,
+          );
           return rows[0].behind === 0;
         },
         120_000,
         250,
       ).catch((err: Error) => log(err.message));
-      log(`write: HCP, 100 clients, one project holding ${sizes.writeExistingVms.toLocaleString('en-US')} VMs, ${sizes.writeS} s`);
+      log(
+        `write: HCP, 100 clients, one project holding ${sizes.writeExistingVms.toLocaleString('en-US')} VMs, ${sizes.writeS} s`,
+      );
       const bigHeaders = { authorization: `Bearer ${hcp.token({ 'bench-big': 'admin' })}` };
       hcp.rss.beginWindow();
-      existing = await ctx.measure(hcp, 'write-big-project', () => runLoad({ ...spec, headers: bigHeaders, path: '/v1/projects/bench-big/vms' }));
+      existing = await ctx.measure(hcp, 'write-big-project', () =>
+        runLoad({ ...spec, headers: bigHeaders, path: '/v1/projects/bench-big/vms' }),
+      );
       details.hcpBigProject = { ...existing, peakRssMb: round(hcp.rss.peakMb()) };
     }
     const peakRss = hcp.rss.hwmMb();
@@ -77,7 +95,14 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
     const rows: ScenarioResult['rows'] = [
       { scenario, metric: '202s per second', unit: '1/s', hcp: round(one.okPerS), baseline: round(base.okPerS) },
       { scenario, metric: 'p50', unit: 'ms', hcp: round(one.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
-      { scenario, metric: 'p99', unit: 'ms', hcp: round(one.latencyMs?.p99), baseline: round(base.latencyMs?.p99), target: { op: '<', value: 25 } },
+      {
+        scenario,
+        metric: 'p99',
+        unit: 'ms',
+        hcp: round(one.latencyMs?.p99),
+        baseline: round(base.latencyMs?.p99),
+        target: { op: '<', value: 25 },
+      },
       { scenario, metric: 'peak RSS', unit: 'MB', hcp: round(peakRss), baseline: round(baselineHwm) },
     ];
     const non202 = one.requests - one.ok;
@@ -85,17 +110,55 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
     if (spread) {
       const s = 'write: POST /vms, 100 clients, 100 projects';
       rows.push(
-        { scenario: s, metric: '202s per second', unit: '1/s', hcp: round(spread.okPerS), baseline: round(base.okPerS) },
-        { scenario: s, metric: 'p50', unit: 'ms', hcp: round(spread.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
-        { scenario: s, metric: 'p99', unit: 'ms', hcp: round(spread.latencyMs?.p99), baseline: round(base.latencyMs?.p99), target: { op: '<', value: 25 } },
+        {
+          scenario: s,
+          metric: '202s per second',
+          unit: '1/s',
+          hcp: round(spread.okPerS),
+          baseline: round(base.okPerS),
+        },
+        {
+          scenario: s,
+          metric: 'p50',
+          unit: 'ms',
+          hcp: round(spread.latencyMs?.p50),
+          baseline: round(base.latencyMs?.p50),
+        },
+        {
+          scenario: s,
+          metric: 'p99',
+          unit: 'ms',
+          hcp: round(spread.latencyMs?.p99),
+          baseline: round(base.latencyMs?.p99),
+          target: { op: '<', value: 25 },
+        },
       );
     }
     if (existing) {
       const s = `write: POST /vms, 100 clients, project holding ${sizes.writeExistingVms.toLocaleString('en-US')} VMs`;
       rows.push(
-        { scenario: s, metric: '202s per second', unit: '1/s', hcp: round(existing.okPerS), baseline: round(base.okPerS) },
-        { scenario: s, metric: 'p50', unit: 'ms', hcp: round(existing.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
-        { scenario: s, metric: 'p99', unit: 'ms', hcp: round(existing.latencyMs?.p99), baseline: round(base.latencyMs?.p99), target: { op: '<', value: 25 } },
+        {
+          scenario: s,
+          metric: '202s per second',
+          unit: '1/s',
+          hcp: round(existing.okPerS),
+          baseline: round(base.okPerS),
+        },
+        {
+          scenario: s,
+          metric: 'p50',
+          unit: 'ms',
+          hcp: round(existing.latencyMs?.p50),
+          baseline: round(base.latencyMs?.p50),
+        },
+        {
+          scenario: s,
+          metric: 'p99',
+          unit: 'ms',
+          hcp: round(existing.latencyMs?.p99),
+          baseline: round(base.latencyMs?.p99),
+          target: { op: '<', value: 25 },
+        },
       );
       const bad = existing.requests - existing.ok;
       if (bad) rows[rows.length - 3]!.note = `${bad} non-2xx: ${JSON.stringify(existing.statusCounts)}`;

@@ -21,14 +21,30 @@ export function publisherSinks(publisher: MessagePublisher): { audit: AuditSink;
       publish: (records) =>
         publisher.publish(
           'audit',
-          records.map((r) => ({ schema_version: MESSAGE_SCHEMA_VERSION, event_id: r.event_id, type: `audit.${r.action}`, occurred_at: r.occurred_at, project_id: r.project_id, trace_id: r.trace_id, payload: r })),
+          records.map((r) => ({
+            schema_version: MESSAGE_SCHEMA_VERSION,
+            event_id: r.event_id,
+            type: `audit.${r.action}`,
+            occurred_at: r.occurred_at,
+            project_id: r.project_id,
+            trace_id: r.trace_id,
+            payload: r,
+          })),
         ),
     },
     metering: {
       publish: (records) =>
         publisher.publish(
           'metering',
-          records.map((r) => ({ schema_version: MESSAGE_SCHEMA_VERSION, event_id: r.event_id, type: r.kind, occurred_at: r.effective_at, project_id: r.project_id, trace_id: null, payload: r })),
+          records.map((r) => ({
+            schema_version: MESSAGE_SCHEMA_VERSION,
+            event_id: r.event_id,
+            type: r.kind,
+            occurred_at: r.effective_at,
+            project_id: r.project_id,
+            trace_id: null,
+            payload: r,
+          })),
         ),
     },
   };

@@ -1,5 +1,14 @@
 import { EntityManager } from 'typeorm';
-import { AuditJobInfo, AuditRecord, auditRecordOf, BREAK_GLASS_STREAM_PREFIX, CONSOLE_SESSION_STREAM_PREFIX, JOB_STREAM_PREFIX, JobQueued, REQUEST_STREAM_PREFIX } from '@hcp/domain';
+import {
+  AuditJobInfo,
+  AuditRecord,
+  auditRecordOf,
+  BREAK_GLASS_STREAM_PREFIX,
+  CONSOLE_SESSION_STREAM_PREFIX,
+  JOB_STREAM_PREFIX,
+  JobQueued,
+  REQUEST_STREAM_PREFIX,
+} from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { BulkInsert } from '../runner/bulk-insert';
 import { RebuildableProjection } from '../runner/projection-rebuild';
@@ -13,7 +22,18 @@ const AUDIT_JOBS = new BulkInsert({
 });
 const AUDIT_LOG = new BulkInsert({
   name: 'audit_log',
-  columns: { id: 'uuid', created_at: 'timestamptz', actor: 'text', action: 'text', target: 'jsonb', project_id: 'text', result: 'text', trace_id: 'text', details: 'jsonb', position: 'bigint' },
+  columns: {
+    id: 'uuid',
+    created_at: 'timestamptz',
+    actor: 'text',
+    action: 'text',
+    target: 'jsonb',
+    project_id: 'text',
+    result: 'text',
+    trace_id: 'text',
+    details: 'jsonb',
+    position: 'bigint',
+  },
   key: ['id'],
   onConflict: 'nothing',
 });
@@ -26,7 +46,12 @@ const AUDIT_LOG = new BulkInsert({
 export class AuditProjection implements RebuildableProjection {
   readonly name = 'audit';
   readonly tables = ['audit_log', 'audit_jobs'];
-  readonly streamPrefixes = [REQUEST_STREAM_PREFIX, BREAK_GLASS_STREAM_PREFIX, JOB_STREAM_PREFIX, CONSOLE_SESSION_STREAM_PREFIX];
+  readonly streamPrefixes = [
+    REQUEST_STREAM_PREFIX,
+    BREAK_GLASS_STREAM_PREFIX,
+    JOB_STREAM_PREFIX,
+    CONSOLE_SESSION_STREAM_PREFIX,
+  ];
 
   constructor(private readonly sink: AuditSink) {}
 
@@ -44,7 +69,14 @@ export class AuditProjection implements RebuildableProjection {
       const jobId = e.streamId.startsWith(JOB_STREAM_PREFIX) ? e.streamId.slice(JOB_STREAM_PREFIX.length) : null;
       const job = jobId ? (jobs.get(jobId) ?? null) : null;
       const record = auditRecordOf(
-        { event: e.event, event_id: e.eventId, stream_id: e.streamId, occurred_at: e.at, actor: e.context.actor ?? null, trace_id: e.context.trace_id ?? null },
+        {
+          event: e.event,
+          event_id: e.eventId,
+          stream_id: e.streamId,
+          occurred_at: e.at,
+          actor: e.context.actor ?? null,
+          trace_id: e.context.trace_id ?? null,
+        },
         job,
       );
       if (record) records.push({ record, position: e.position });
@@ -56,16 +88,33 @@ export class AuditProjection implements RebuildableProjection {
     await AUDIT_JOBS.run(tx, newJobs);
     await AUDIT_LOG.run(
       tx,
-      records.map(({ record: r, position }) => ({ id: r.event_id, created_at: r.occurred_at, actor: r.actor, action: r.action, target: r.target, project_id: r.project_id, result: r.result, trace_id: r.trace_id, details: r.details, position: position.toString() })),
+      records.map(({ record: r, position }) => ({
+        id: r.event_id,
+        created_at: r.occurred_at,
+        actor: r.actor,
+        action: r.action,
+        target: r.target,
+        project_id: r.project_id,
+        result: r.result,
+        trace_id: r.trace_id,
+        details: r.details,
+        position: position.toString(),
+      })),
     );
   }
 
   /** What the batch's job events need to know of jobs queued in earlier batches: one query for all. */
   private async earlierJobs(events: DecodedEvent[], tx: EntityManager): Promise<Map<string, AuditJobInfo>> {
-    const queuedHere = new Set(events.filter((e) => e.event.type === 'JobQueued').map((e) => (e.event as JobQueued).data.job_id));
-    const wanted = [...new Set(events.filter((e) => e.streamId.startsWith(JOB_STREAM_PREFIX)).map((e) => e.streamId.slice(JOB_STREAM_PREFIX.length)))].filter(
-      (id) => !queuedHere.has(id),
+    const queuedHere = new Set(
+      events.filter((e) => e.event.type === 'JobQueued').map((e) => (e.event as JobQueued).data.job_id),
     );
+    const wanted = [
+      ...new Set(
+        events
+          .filter((e) => e.streamId.startsWith(JOB_STREAM_PREFIX))
+          .map((e) => e.streamId.slice(JOB_STREAM_PREFIX.length)),
+      ),
+    ].filter((id) => !queuedHere.has(id));
     if (wanted.length === 0) return new Map();
     const rows: Array<AuditJobInfo & { job_id: string }> = await tx.query(
       `SELECT job_id, project_id, type, resource_id, actor FROM audit_jobs WHERE job_id = ANY($1::uuid[])`,

@@ -50,7 +50,11 @@ export class ClusterUsageProjection implements RebuildableProjection {
   }
 }
 
-const pick = ({ vcpus, ram_mb, disk_gb }: { vcpus: number; ram_mb: number; disk_gb: number }) => ({ vcpus, ram_mb, disk_gb });
+const pick = ({ vcpus, ram_mb, disk_gb }: { vcpus: number; ram_mb: number; disk_gb: number }) => ({
+  vcpus,
+  ram_mb,
+  disk_gb,
+});
 
 /** Adds (sign 1) or takes away (sign -1) the rows of `source` from their clusters' totals, one row per cluster. */
 const ADD_TO_USAGE = (source: string, sign: 1 | -1) => `

@@ -4,7 +4,14 @@ import { JobReadModelRow } from './job-read-model.entity';
 
 /** The job read model behind job list and detail queries. */
 export function jobReadModelProjection(): FoldedStateProjection<JobState, JobEvent, JobReadModelRow> {
-  return new FoldedStateProjection('job-read-model', JOB_STREAM_PREFIX, JobReadModelRow, evolveJob, toRow, 'job_read_model');
+  return new FoldedStateProjection(
+    'job-read-model',
+    JOB_STREAM_PREFIX,
+    JobReadModelRow,
+    evolveJob,
+    toRow,
+    'job_read_model',
+  );
 }
 
 function toRow(state: JobState, position: bigint): JobReadModelRow {

@@ -13,7 +13,17 @@ const METERED_VMS = new BulkInsert({
 });
 const METERING_RECORDS = new BulkInsert({
   name: 'metering_records',
-  columns: { event_id: 'text', kind: 'text', project_id: 'text', vm_id: 'uuid', zone: 'text', flavor_id: 'text', resources: 'jsonb', effective_at: 'timestamptz', position: 'bigint' },
+  columns: {
+    event_id: 'text',
+    kind: 'text',
+    project_id: 'text',
+    vm_id: 'uuid',
+    zone: 'text',
+    flavor_id: 'text',
+    resources: 'jsonb',
+    effective_at: 'timestamptz',
+    position: 'bigint',
+  },
   key: ['event_id'],
   onConflict: 'nothing',
 });
@@ -38,25 +48,38 @@ export class MeteringProjection implements RebuildableProjection {
       const vmId = e.streamId.slice(VM_STREAM_PREFIX.length);
       const event = e.event as VmEvent;
       if (event.type === 'VmCreateRequested') {
-        const vm = { project_id: event.data.project_id, zone: event.data.zone, flavor_id: event.data.flavor_id, resources: event.data.resources };
+        const vm = {
+          project_id: event.data.project_id,
+          zone: event.data.zone,
+          flavor_id: event.data.flavor_id,
+          resources: event.data.resources,
+        };
         vms.set(vmId, vm);
         newVms.push({ vm_id: vmId, ...vm });
         continue;
       }
       const vm = vms.get(vmId);
       if (!vm) continue;
-      for (const record of meteringRecordsOf(event, e.eventId, vmId, vm, e.at)) records.push({ record, position: e.position });
+      for (const record of meteringRecordsOf(event, e.eventId, vmId, vm, e.at))
+        records.push({ record, position: e.position });
     }
     // Publish before writing, like the audit projection: no transaction id is held while the broker is slow.
     if (records.length) await this.sink.publish(records.map((r) => r.record));
     await METERED_VMS.run(tx, newVms);
-    await METERING_RECORDS.run(tx, records.map(({ record, position }) => ({ ...record, position: position.toString() })));
+    await METERING_RECORDS.run(
+      tx,
+      records.map(({ record, position }) => ({ ...record, position: position.toString() })),
+    );
   }
 
   /** What the batch's events need to know of VMs created in earlier batches: one query for all. */
   private async earlierVms(events: DecodedEvent[], tx: EntityManager): Promise<Map<string, MeteredVm>> {
     const createdHere = new Set(events.filter((e) => e.event.type === 'VmCreateRequested').map((e) => e.streamId));
-    const wanted = [...new Set(events.filter((e) => !createdHere.has(e.streamId)).map((e) => e.streamId.slice(VM_STREAM_PREFIX.length)))];
+    const wanted = [
+      ...new Set(
+        events.filter((e) => !createdHere.has(e.streamId)).map((e) => e.streamId.slice(VM_STREAM_PREFIX.length)),
+      ),
+    ];
     if (wanted.length === 0) return new Map();
     const rows: Array<MeteredVm & { vm_id: string }> = await tx.query(
       `SELECT vm_id, project_id, zone, flavor_id, resources FROM metering_vms WHERE vm_id = ANY($1::uuid[])`,

@@ -27,7 +27,10 @@ export class OpsCatalogProjection implements RebuildableProjection {
       }
       const current = folded.get(key)!;
       if (e.position <= current.position) continue;
-      folded.set(key, { state: evolveOpsResource(kind)(current.state, e.event as OpsResourceEvent<typeof kind>, e.at), position: e.position });
+      folded.set(key, {
+        state: evolveOpsResource(kind)(current.state, e.event as OpsResourceEvent<typeof kind>, e.at),
+        position: e.position,
+      });
     }
     const rows = [...folded.values()].filter((f) => f.state).map(({ state, position }) => toRow(state!, position));
     if (rows.length) await repo.upsert(rows as never[], ['kind', 'id']);
@@ -35,7 +38,14 @@ export class OpsCatalogProjection implements RebuildableProjection {
 }
 
 function toState(row: OpsResourceRow): OpsResourceState {
-  return { kind: row.kind, id: row.id, spec: row.spec as never, deleted: row.deleted, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
+  return {
+    kind: row.kind,
+    id: row.id,
+    spec: row.spec as never,
+    deleted: row.deleted,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
 }
 
 function toRow(state: OpsResourceState, position: bigint): OpsResourceRow {

@@ -6,7 +6,15 @@ export const QUOTA_READ_MODEL = 'quota-read-model';
 
 /** Limits and usage per project behind `GET /v1/projects/{p}/quotas`, folded from the quota streams. */
 export function quotaReadModelProjection(): FoldedStateProjection<QuotaState, QuotaEvent, QuotaReadModelRow> {
-  return new FoldedStateProjection(QUOTA_READ_MODEL, QUOTA_STREAM_PREFIX, QuotaReadModelRow, evolveQuota, toRow, 'project_quotas', evolveQuotaAll);
+  return new FoldedStateProjection(
+    QUOTA_READ_MODEL,
+    QUOTA_STREAM_PREFIX,
+    QuotaReadModelRow,
+    evolveQuota,
+    toRow,
+    'project_quotas',
+    evolveQuotaAll,
+  );
 }
 
 function toRow(state: QuotaState, position: bigint): QuotaReadModelRow {

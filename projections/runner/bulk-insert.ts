@@ -26,7 +26,8 @@ export class BulkInsert {
     const updates = Object.keys(table.columns)
       .filter((c) => !table.key.includes(c))
       .map((c) => `${quote(c)} = EXCLUDED.${quote(c)}`);
-    const conflict = table.onConflict === 'update' && updates.length > 0 ? `DO UPDATE SET ${updates.join(', ')}` : 'DO NOTHING';
+    const conflict =
+      table.onConflict === 'update' && updates.length > 0 ? `DO UPDATE SET ${updates.join(', ')}` : 'DO NOTHING';
     this.sql =
       `INSERT INTO ${quote(table.name)} (${names.join(', ')}) ` +
       `SELECT ${names.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS r(${typed.join(', ')}) ` +

@@ -33,8 +33,10 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
      * Several events of one row at once, with the result of `evolve` one by one: for states that grow
      * with their history (a project's reservations), where `evolve` copies the state on every event.
      */
-    private readonly evolveAll: (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null = (state, events) =>
-      events.reduce<S | null>((s, { event, at }) => evolve(s, event, at), state),
+    private readonly evolveAll: (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null = (
+      state,
+      events,
+    ) => events.reduce<S | null>((s, { event, at }) => evolve(s, event, at), state),
   ) {
     this.streamPrefixes = [streamPrefix];
     this.tables = [table];
@@ -44,7 +46,9 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     const ids = [...new Set(events.map((e) => this.idOf(e.streamId)))];
     const sql = this.sqlFor(tx);
     const existing: Array<{ id: string; state: S; position: string }> = await tx.query(sql.select, [ids]);
-    const folded = new Map<string, { state: S | null; position: bigint }>(existing.map((r) => [r.id, { state: r.state, position: BigInt(r.position) }]));
+    const folded = new Map<string, { state: S | null; position: bigint }>(
+      existing.map((r) => [r.id, { state: r.state, position: BigInt(r.position) }]),
+    );
     const pending = new Map<string, { events: Array<{ event: E; at: string }>; position: bigint }>();
     for (const e of events) {
       const id = this.idOf(e.streamId);
@@ -73,7 +77,9 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
         select: `SELECT ${column('id')} AS id, ${column('state')} AS state, ${column('position')} AS position FROM "${this.table}" WHERE ${column('id')} = ANY($1)`,
         upsert: new BulkInsert({
           name: this.table,
-          columns: Object.fromEntries(metadata.columns.map((c) => [c.databaseName, tx.connection.driver.normalizeType(c)])),
+          columns: Object.fromEntries(
+            metadata.columns.map((c) => [c.databaseName, tx.connection.driver.normalizeType(c)]),
+          ),
           key: metadata.primaryColumns.map((c) => c.databaseName),
           onConflict: 'update',
         }),

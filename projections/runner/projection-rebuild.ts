@@ -28,20 +28,30 @@ const PAGE = 2000;
  *    the copies, the live tables are dropped, the copies take their place and the checkpoint moves to
  *    the copies' position. Readers wait on that transaction for milliseconds, never see a half state.
  */
-export async function rebuildProjection(db: DataSource, store: EventStore, codec: DomainEventCodec, projection: RebuildableProjection): Promise<RebuildResult> {
+export async function rebuildProjection(
+  db: DataSource,
+  store: EventStore,
+  codec: DomainEventCodec,
+  projection: RebuildableProjection,
+): Promise<RebuildResult> {
   const logger = new Logger(`rebuild:${projection.name}`);
   const started = Date.now();
   const shadow = `rebuild_${projection.name.replace(/[^a-z0-9]/g, '_')}`;
   await db.query(`DROP SCHEMA IF EXISTS ${shadow} CASCADE`);
   await db.query(`CREATE SCHEMA ${shadow}`);
-  for (const table of projection.tables) await db.query(`CREATE TABLE ${shadow}.${table} (LIKE public.${table} INCLUDING ALL)`);
+  for (const table of projection.tables)
+    await db.query(`CREATE TABLE ${shadow}.${table} (LIKE public.${table} INCLUDING ALL)`);
 
   let position = START_POSITION;
   let events = 0;
   const applyPage = async (tx: EntityManager): Promise<number> => {
-    const page = (await store.readAll(position === START_POSITION ? 'start' : position, PAGE)).filter((e) => position < e.position);
+    const page = (await store.readAll(position === START_POSITION ? 'start' : position, PAGE)).filter(
+      (e) => position < e.position,
+    );
     if (page.length === 0) return 0;
-    const mine = page.filter((e) => projection.streamPrefixes.some((p) => e.streamId.startsWith(p)) && codec.knows(e)).map((e) => codec.decode(e));
+    const mine = page
+      .filter((e) => projection.streamPrefixes.some((p) => e.streamId.startsWith(p)) && codec.knows(e))
+      .map((e) => codec.decode(e));
     await tx.query(`SET LOCAL search_path TO ${shadow}, public`);
     if (mine.length) await projection.apply(mine, tx);
     position = page[page.length - 1].position;

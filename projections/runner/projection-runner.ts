@@ -67,7 +67,9 @@ export class ProjectionRunner {
       const lock = await this.db.createQueryRunner();
       try {
         await lock.connect();
-        const [{ locked }] = await lock.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [`hcp-projection:${this.projection.name}`]);
+        const [{ locked }] = await lock.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [
+          `hcp-projection:${this.projection.name}`,
+        ]);
         if (locked) {
           this.active = true;
           await this.runActive();

@@ -26,19 +26,29 @@ export class AuditQueries {
     if (filter.project) qb.andWhere('a.project_id = :project', { project: filter.project });
     if (filter.actor) qb.andWhere('a.actor = :actor', { actor: filter.actor });
     if (filter.action) qb.andWhere('a.action = :action', { action: filter.action });
-    if (filter.target) qb.andWhere('EXISTS (SELECT 1 FROM jsonb_each_text(a.target) t WHERE t.value = :target)', { target: filter.target });
+    if (filter.target)
+      qb.andWhere('EXISTS (SELECT 1 FROM jsonb_each_text(a.target) t WHERE t.value = :target)', {
+        target: filter.target,
+      });
     if (filter.from) qb.andWhere('a.created_at >= :from', { from: filter.from });
     if (filter.to) qb.andWhere('a.created_at < :to', { to: filter.to });
-    return keysetPage<AuditRow, AuditRecord>(qb as never, 'a', limit, cursor, (r) => ({
-      event_id: r.id,
-      occurred_at: new Date(r.created_at).toISOString(),
-      actor: r.actor,
-      action: r.action,
-      target: r.target,
-      project_id: r.project_id,
-      result: r.result,
-      trace_id: r.trace_id,
-      details: r.details,
-    }), true);
+    return keysetPage<AuditRow, AuditRecord>(
+      qb as never,
+      'a',
+      limit,
+      cursor,
+      (r) => ({
+        event_id: r.id,
+        occurred_at: new Date(r.created_at).toISOString(),
+        actor: r.actor,
+        action: r.action,
+        target: r.target,
+        project_id: r.project_id,
+        result: r.result,
+        trace_id: r.trace_id,
+        details: r.details,
+      }),
+      true,
+    );
   }
 }

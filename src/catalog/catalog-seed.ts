@@ -31,13 +31,38 @@ export async function seedEmbeddedDefault(commands: OpsCatalogCommands, queries:
   const ctx = () => eventContext(SEED_ACTOR, 'seed');
   const providerId = seededId('provider', 'local-simulator');
   const clusterId = seededId('cluster', 'local-simulator');
-  await once(() => commands.registerProvider({ name: 'local-simulator', type: 'simulator', endpoint: null, tls: {}, settings: {} }, ctx(), providerId));
   await once(() =>
-    commands.registerCluster({ name: 'local-simulator', provider_id: providerId, placement_hints: {}, capacity: null, enabled: true, capabilities: {} }, ctx(), clusterId),
+    commands.registerProvider(
+      { name: 'local-simulator', type: 'simulator', endpoint: null, tls: {}, settings: {} },
+      ctx(),
+      providerId,
+    ),
   );
-  await once(() => commands.createZone(LOCAL_ZONE, { name: 'Local', cluster_ids: [clusterId], policy: 'spread' }, ctx()));
+  await once(() =>
+    commands.registerCluster(
+      {
+        name: 'local-simulator',
+        provider_id: providerId,
+        placement_hints: {},
+        capacity: null,
+        enabled: true,
+        capabilities: {},
+      },
+      ctx(),
+      clusterId,
+    ),
+  );
+  await once(() =>
+    commands.createZone(LOCAL_ZONE, { name: 'Local', cluster_ids: [clusterId], policy: 'spread' }, ctx()),
+  );
   for (const image of IMAGES) {
-    await once(() => commands.registerImage({ ...image, visibility: 'public', provider_refs: { [clusterId]: `template/${image.name}` } }, ctx(), seededId('image', image.name)));
+    await once(() =>
+      commands.registerImage(
+        { ...image, visibility: 'public', provider_refs: { [clusterId]: `template/${image.name}` } },
+        ctx(),
+        seededId('image', image.name),
+      ),
+    );
   }
   for (const flavor of FLAVORS) {
     await once(() => commands.registerFlavor({ ...flavor, extras: {} }, ctx(), seededId('flavor', flavor.name)));
@@ -58,7 +83,10 @@ async function once(register: () => Promise<unknown>): Promise<void> {
 async function waitForReadModel(queries: OpsCatalogQueries, clusterId: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const [zone, flavor] = await Promise.all([queries.find('zone', LOCAL_ZONE), queries.find('flavor', seededId('flavor', 'large'))]);
+    const [zone, flavor] = await Promise.all([
+      queries.find('zone', LOCAL_ZONE),
+      queries.find('flavor', seededId('flavor', 'large')),
+    ]);
     if (zone?.spec.cluster_ids.includes(clusterId) && flavor) return;
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -5,7 +5,14 @@ import { CatalogSnapshots } from './catalog-snapshot';
 
 /** The ops_resources table as the snapshot query sees it, and a count of the loads. */
 class FakeCatalogTable {
-  rows: Array<{ kind: string; id: string; name: string; spec: Record<string, unknown>; deleted: boolean; position: string }> = [];
+  rows: Array<{
+    kind: string;
+    id: string;
+    name: string;
+    spec: Record<string, unknown>;
+    deleted: boolean;
+    position: string;
+  }> = [];
   loads = 0;
   private position = 0;
 
@@ -17,7 +24,8 @@ class FakeCatalogTable {
 
   readonly db = {
     query: async (sql: string) => {
-      if (sql.includes('max(position)')) return [{ version: String(Math.max(-1, ...this.rows.map((r) => Number(r.position)))) }];
+      if (sql.includes('max(position)'))
+        return [{ version: String(Math.max(-1, ...this.rows.map((r) => Number(r.position)))) }];
       this.loads += 1;
       const at = new Date('2030-01-01T00:00:00Z');
       return [...this.rows]
@@ -71,7 +79,7 @@ describe('CatalogSnapshots', () => {
     expect((await snapshots.current()).find('zone', 'z2')).toBeNull();
   });
 
-  it('lists a zone\'s clusters in name order, as the SQL list did', async () => {
+  it("lists a zone's clusters in name order, as the SQL list did", async () => {
     expect((await snapshots.current()).list('cluster', ['c1', 'c2']).map((c) => c.id)).toEqual(['c2', 'c1']);
   });
 
@@ -82,7 +90,7 @@ describe('CatalogSnapshots', () => {
     expect(table.loads).toBe(1);
   });
 
-  it('asks for a cluster\'s capabilities once per catalog version', async () => {
+  it("asks for a cluster's capabilities once per catalog version", async () => {
     let catalog = await snapshots.current();
     await catalog.clusterCapabilities('p1', 'c1');
     await catalog.clusterCapabilities('p1', 'c1');

@@ -30,7 +30,12 @@ export class CatalogSnapshot {
   ) {
     for (const row of rows) {
       if (row.deleted) continue;
-      const resource = { id: row.id, spec: row.spec as never, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
+      const resource = {
+        id: row.id,
+        spec: row.spec as never,
+        created_at: row.created_at.toISOString(),
+        updated_at: row.updated_at.toISOString(),
+      };
       this.live.set(`${row.kind}/${row.id}`, resource);
       const list = this.byKind.get(row.kind) ?? [];
       list.push(resource);
@@ -108,7 +113,11 @@ export class CatalogSnapshots {
     this.loading ??= this.db
       .query(`SELECT kind, id, spec, deleted, created_at, updated_at, position FROM ops_resources ORDER BY kind, name`)
       .then((rows: CatalogRow[]) => {
-        const snapshot = new CatalogSnapshot(rows.reduce((max, r) => (BigInt(r.position) > max ? BigInt(r.position) : max), -1n), rows, this.drivers);
+        const snapshot = new CatalogSnapshot(
+          rows.reduce((max, r) => (BigInt(r.position) > max ? BigInt(r.position) : max), -1n),
+          rows,
+          this.drivers,
+        );
         if (!this.last || snapshot.version > this.last.version) this.last = snapshot;
         return snapshot;
       })

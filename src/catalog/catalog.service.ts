@@ -1,6 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { Capabilities, invalidField, notFound, place, Placement, PlacementCandidate, unionCapabilities, VmResources } from '@hcp/domain';
+import {
+  Capabilities,
+  invalidField,
+  notFound,
+  place,
+  Placement,
+  PlacementCandidate,
+  unionCapabilities,
+  VmResources,
+} from '@hcp/domain';
 import { DriverRegistry, OpsCatalogQueries, OpsResource } from '../ops';
 import { CatalogSnapshot, CatalogSnapshots } from './catalog-snapshot';
 
@@ -32,7 +41,12 @@ export class CatalogService {
   async listZones(): Promise<ZoneView[]> {
     const catalog = await this.snapshots.current();
     return Promise.all(
-      catalog.all('zone').map(async (z) => ({ id: z.id, name: z.spec.name, policy: z.spec.policy, capabilities: unionCapabilities(await this.zoneCapabilities(catalog, z.spec.cluster_ids)) })),
+      catalog.all('zone').map(async (z) => ({
+        id: z.id,
+        name: z.spec.name,
+        policy: z.spec.policy,
+        capabilities: unionCapabilities(await this.zoneCapabilities(catalog, z.spec.cluster_ids)),
+      })),
     );
   }
 
@@ -58,15 +72,26 @@ export class CatalogService {
    * What a create request refers to, checked together, and where the VM goes. Unknown references are
    * the request's fault (INVALID_REQUEST naming the field), not a missing resource of the URL.
    */
-  async resolveForCreate(zoneId: string, imageId: string, flavorId: string): Promise<{ resources: VmResources; placement: Placement }> {
+  async resolveForCreate(
+    zoneId: string,
+    imageId: string,
+    flavorId: string,
+  ): Promise<{ resources: VmResources; placement: Placement }> {
     const { catalog, usage } = await this.catalogAndUsage(zoneId);
-    const [zone, image, flavor] = [catalog.find('zone', zoneId), catalog.find('image', imageId), catalog.find('flavor', flavorId)];
+    const [zone, image, flavor] = [
+      catalog.find('zone', zoneId),
+      catalog.find('image', imageId),
+      catalog.find('flavor', flavorId),
+    ];
     if (!zone) throw invalidField('zone', `unknown zone ${JSON.stringify(zoneId)}`);
     if (image?.spec.visibility !== 'public') throw invalidField('image_id', 'unknown image_id');
     if (!flavor) throw invalidField('flavor_id', 'unknown flavor_id');
     const resources = { vcpus: flavor.spec.vcpus, ram_mb: flavor.spec.ram_mb, disk_gb: flavor.spec.disk_gb };
     if (resources.disk_gb < image.spec.min_disk_gb || resources.ram_mb < image.spec.min_ram_mb) {
-      throw invalidField('flavor_id', `flavor ${flavor.spec.name} is smaller than image ${image.spec.name} needs`, { min_disk_gb: image.spec.min_disk_gb, min_ram_mb: image.spec.min_ram_mb });
+      throw invalidField('flavor_id', `flavor ${flavor.spec.name} is smaller than image ${image.spec.name} needs`, {
+        min_disk_gb: image.spec.min_disk_gb,
+        min_ram_mb: image.spec.min_ram_mb,
+      });
     }
     const candidates = await this.candidates(catalog, usage, zone.spec.cluster_ids, image.spec.provider_refs);
     return { resources, placement: place(zone.spec.policy, candidates, { zone: zone.id, resources }) };
@@ -77,7 +102,9 @@ export class CatalogService {
    * catalog has not changed since the last call: the version and the usage (of the clusters the last
    * snapshot gives the zone) are read in one statement; a new version costs a reload and a second read.
    */
-  private async catalogAndUsage(zoneId: string): Promise<{ catalog: CatalogSnapshot; usage: Map<string, VmResources> }> {
+  private async catalogAndUsage(
+    zoneId: string,
+  ): Promise<{ catalog: CatalogSnapshot; usage: Map<string, VmResources> }> {
     const guess = this.snapshots.peek();
     const guessedIds = guess?.find('zone', zoneId)?.spec.cluster_ids ?? [];
     const [row] = await this.db.query(
@@ -96,7 +123,12 @@ export class CatalogService {
     return Promise.all(clusters.map((c) => catalog.clusterCapabilities(c.spec.provider_id, c.id)));
   }
 
-  private async candidates(catalog: CatalogSnapshot, usage: Map<string, VmResources>, clusterIds: string[], imageRefs: Record<string, string>): Promise<PlacementCandidate[]> {
+  private async candidates(
+    catalog: CatalogSnapshot,
+    usage: Map<string, VmResources>,
+    clusterIds: string[],
+    imageRefs: Record<string, string>,
+  ): Promise<PlacementCandidate[]> {
     const clusters: Array<OpsResource<'cluster'>> = catalog.list('cluster', clusterIds);
     return Promise.all(
       clusters.map(async (c) => ({
@@ -112,7 +144,11 @@ export class CatalogService {
   }
 
   private async usage(clusterIds: string[]): Promise<Map<string, VmResources>> {
-    return usageMap(await this.db.query(`SELECT cluster_id, vcpus, ram_mb, disk_gb FROM cluster_usage WHERE cluster_id = ANY($1)`, [clusterIds]));
+    return usageMap(
+      await this.db.query(`SELECT cluster_id, vcpus, ram_mb, disk_gb FROM cluster_usage WHERE cluster_id = ANY($1)`, [
+        clusterIds,
+      ]),
+    );
   }
 }
 
@@ -120,5 +156,7 @@ type UsageRow = { cluster_id: string; vcpus: number | string; ram_mb: number | s
 
 /** bigint columns arrive as strings from a plain row and as numbers through json_agg. */
 function usageMap(rows: UsageRow[]): Map<string, VmResources> {
-  return new Map(rows.map((r) => [r.cluster_id, { vcpus: Number(r.vcpus), ram_mb: Number(r.ram_mb), disk_gb: Number(r.disk_gb) }]));
+  return new Map(
+    rows.map((r) => [r.cluster_id, { vcpus: Number(r.vcpus), ram_mb: Number(r.ram_mb), disk_gb: Number(r.disk_gb) }]),
+  );
 }

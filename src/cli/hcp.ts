@@ -18,7 +18,8 @@ import { ProviderCredentialsStore } from '../ops';
 import { createDataSource } from '../platform/persistence/data-source';
 import { startEmbeddedPostgres } from '@hcp/local-postgres';
 
-const USAGE = 'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name>';
+const USAGE =
+  'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name>';
 
 async function main(argv: string[]): Promise<number> {
   let config: HcpConfig;
@@ -40,11 +41,19 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function rotateSecrets(config: HcpConfig): Promise<number> {
-  const embedded = config.databaseUrl ? null : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
-  const db = createDataSource(config.databaseUrl ?? embedded!.connectionString, { poolSize: 2, applicationName: 'hcp-cli' });
+  const embedded = config.databaseUrl
+    ? null
+    : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
+  const db = createDataSource(config.databaseUrl ?? embedded!.connectionString, {
+    poolSize: 2,
+    applicationName: 'hcp-cli',
+  });
   await db.initialize();
   try {
-    const secrets = loadSecretsFromEnv(process.env, config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir });
+    const secrets = loadSecretsFromEnv(
+      process.env,
+      config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir },
+    );
     const result = await new ProviderCredentialsStore(db, secrets.box).rotate();
     process.stdout.write(`${JSON.stringify({ ...result, kek: secrets.summary })}\n`);
     return result.failed.length === 0 ? 0 : 1;
@@ -56,7 +65,11 @@ async function rotateSecrets(config: HcpConfig): Promise<number> {
 async function rebuild(config: HcpConfig, name: string): Promise<number> {
   const projection = readModelProjections(SILENT_SINKS).find((p) => p.name === name);
   if (!projection) {
-    process.stderr.write(`no read model named ${name}; read models: ${readModelProjections(SILENT_SINKS).map((p) => p.name).join(', ')}\n`);
+    process.stderr.write(
+      `no read model named ${name}; read models: ${readModelProjections(SILENT_SINKS)
+        .map((p) => p.name)
+        .join(', ')}\n`,
+    );
     return 2;
   }
   const { store, db, close } = await openStores(config);
@@ -71,7 +84,9 @@ async function rebuild(config: HcpConfig, name: string): Promise<number> {
 
 /** The event store and the read-model database, as HCP itself would open them (embedded when unset). */
 async function openStores(config: HcpConfig) {
-  const embedded = config.databaseUrl ? null : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
+  const embedded = config.databaseUrl
+    ? null
+    : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
   const url = config.databaseUrl ?? embedded!.connectionString;
   const pool = new Pool({ connectionString: url, max: 4 });
   const store: EventStore = config.eventStoreConnectionString
@@ -91,7 +106,11 @@ async function openStores(config: HcpConfig) {
 }
 
 async function replay(config: HcpConfig, args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { from: { type: 'string' }, to: { type: 'string' }, project: { type: 'string' } }, strict: true });
+  const { values } = parseArgs({
+    args,
+    options: { from: { type: 'string' }, to: { type: 'string' }, project: { type: 'string' } },
+    strict: true,
+  });
   const time = (v: string | undefined, name: string): Date | undefined => {
     if (v === undefined) return undefined;
     const at = new Date(v);
@@ -101,7 +120,8 @@ async function replay(config: HcpConfig, args: string[]): Promise<number> {
   const filter = { from: time(values.from, 'from'), to: time(values.to, 'to'), project: values.project };
   const { store, close } = await openStores(config);
   try {
-    for await (const record of replayAudit(store, createHcpUpcasters(), filter)) process.stdout.write(`${JSON.stringify(record)}\n`);
+    for await (const record of replayAudit(store, createHcpUpcasters(), filter))
+      process.stdout.write(`${JSON.stringify(record)}\n`);
     return 0;
   } finally {
     await close();

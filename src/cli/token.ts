@@ -7,7 +7,9 @@ import { loadOrCreateDevSigningKey, OPS_ROLES, OpsRole, signDevToken, TENANT_ROL
 import { loadConfig } from '../config/hcp-config';
 
 function fail(message: string): never {
-  process.stderr.write(`${message}\nusage: npm run token -- --sub <actor> [--project <id>:<${TENANT_ROLES.join('|')}>]... [--ops <${OPS_ROLES.join('|')}>]... [--ttl <seconds>]\n`);
+  process.stderr.write(
+    `${message}\nusage: npm run token -- --sub <actor> [--project <id>:<${TENANT_ROLES.join('|')}>]... [--ops <${OPS_ROLES.join('|')}>]... [--ttl <seconds>]\n`,
+  );
   process.exit(2);
 }
 

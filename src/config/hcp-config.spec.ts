@@ -5,7 +5,12 @@ import { CONFIG_VARIABLES, ConfigError, loadConfig } from './hcp-config';
 describe('configuration', () => {
   it('runs the embedded default with no variables at all', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 8080, databaseUrl: null, eventStoreConnectionString: null, roles: ['api', 'worker', 'projections'] });
+    expect(config).toMatchObject({
+      port: 8080,
+      databaseUrl: null,
+      eventStoreConnectionString: null,
+      roles: ['api', 'worker', 'projections'],
+    });
     expect(config.auth.mode).toBe('dev');
   });
 
@@ -23,14 +28,20 @@ describe('configuration', () => {
 
   it('requires exactly one JWKS source in jwks mode', () => {
     expect(() => loadConfig({ HCP_AUTH_MODE: 'jwks' })).toThrow(/HCP_JWKS_FILE/);
-    expect(() => loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_JWKS_URL: 'https://idp/jwks' })).toThrow(/exactly one/);
-    expect(loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_URL: 'https://idp/jwks' }).auth.jwksUrl).toBe('https://idp/jwks');
+    expect(() =>
+      loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_JWKS_URL: 'https://idp/jwks' }),
+    ).toThrow(/exactly one/);
+    expect(loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_URL: 'https://idp/jwks' }).auth.jwksUrl).toBe(
+      'https://idp/jwks',
+    );
   });
 
   it('accepts HS256 only when dev mode is explicitly on', () => {
     const secret = 'x'.repeat(32);
     expect(loadConfig({ HCP_JWT_DEV_HS256_SECRET: secret }).auth.devHs256Secret).toBe(secret);
-    expect(() => loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_JWT_DEV_HS256_SECRET: secret })).toThrow(/only accepted with HCP_AUTH_MODE=dev/);
+    expect(() =>
+      loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_JWT_DEV_HS256_SECRET: secret }),
+    ).toThrow(/only accepted with HCP_AUTH_MODE=dev/);
     expect(() => loadConfig({ HCP_JWT_DEV_HS256_SECRET: 'short' })).toThrow(/at least 32/);
   });
 

@@ -71,33 +71,102 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
   { name: 'PORT', default: '8080', description: 'HTTP port of the API' },
   { name: 'HOST', default: '0.0.0.0', description: 'address the API listens on' },
   { name: 'HCP_DATA_DIR', default: './.hcp', description: 'data folder: embedded PostgreSQL, dev signing key' },
-  { name: 'DATABASE_URL', default: '', description: 'PostgreSQL URL; empty starts an embedded PostgreSQL in HCP_DATA_DIR' },
-  { name: 'HCP_EMBEDDED_PG_PORT', default: '', description: 'loopback port of the embedded PostgreSQL; empty picks a free one per data folder and remembers it there' },
-  { name: 'EVENTSTORE_CONNECTION_STRING', default: '', description: 'EventStoreDB URL (esdb://...); empty keeps events in PostgreSQL' },
-  { name: 'HCP_ROLES', default: 'api,worker,projections', description: 'what this process runs: api, worker, projections (comma-separated)' },
+  {
+    name: 'DATABASE_URL',
+    default: '',
+    description: 'PostgreSQL URL; empty starts an embedded PostgreSQL in HCP_DATA_DIR',
+  },
+  {
+    name: 'HCP_EMBEDDED_PG_PORT',
+    default: '',
+    description:
+      'loopback port of the embedded PostgreSQL; empty picks a free one per data folder and remembers it there',
+  },
+  {
+    name: 'EVENTSTORE_CONNECTION_STRING',
+    default: '',
+    description: 'EventStoreDB URL (esdb://...); empty keeps events in PostgreSQL',
+  },
+  {
+    name: 'HCP_ROLES',
+    default: 'api,worker,projections',
+    description: 'what this process runs: api, worker, projections (comma-separated)',
+  },
   { name: 'LOG_LEVEL', default: 'info', description: 'trace, debug, info, warn, error or fatal' },
-  { name: 'HCP_AUTH_MODE', default: 'dev', description: 'dev (signing key created in HCP_DATA_DIR, `npm run token`) or jwks' },
+  {
+    name: 'HCP_AUTH_MODE',
+    default: 'dev',
+    description: 'dev (signing key created in HCP_DATA_DIR, `npm run token`) or jwks',
+  },
   { name: 'HCP_JWT_ISSUER', default: 'hcp-dev', description: 'required `iss` of tokens' },
   { name: 'HCP_JWT_AUDIENCE', default: 'hcp', description: 'required `aud` of tokens' },
-  { name: 'HCP_JWKS_FILE', default: '', description: 'JWKS file with the gateway\'s public keys (HCP_AUTH_MODE=jwks)' },
-  { name: 'HCP_JWKS_URL', default: '', description: 'JWKS URL of the gateway (HCP_AUTH_MODE=jwks); cached, refetched on an unknown kid' },
+  { name: 'HCP_JWKS_FILE', default: '', description: "JWKS file with the gateway's public keys (HCP_AUTH_MODE=jwks)" },
+  {
+    name: 'HCP_JWKS_URL',
+    default: '',
+    description: 'JWKS URL of the gateway (HCP_AUTH_MODE=jwks); cached, refetched on an unknown kid',
+  },
   { name: 'HCP_JWKS_REFRESH_COOLDOWN_MS', default: '30000', description: 'least time between two JWKS refetches' },
-  { name: 'HCP_JWT_DEV_HS256_SECRET', default: '', description: 'dev mode only: also accept HS256 tokens signed with this secret' },
+  {
+    name: 'HCP_JWT_DEV_HS256_SECRET',
+    default: '',
+    description: 'dev mode only: also accept HS256 tokens signed with this secret',
+  },
   { name: 'HCP_JWT_CLOCK_SKEW_SECONDS', default: '30', description: 'tolerated clock skew for exp and nbf' },
-  { name: 'HCP_JOB_LEASE_MS', default: '30000', description: 'job lease length; renewed at a third of it while the driver call runs' },
-  { name: 'HCP_JOB_MAX_ATTEMPTS', default: '5', description: 'attempts of a job (errors and expired leases) before it fails' },
+  {
+    name: 'HCP_JOB_LEASE_MS',
+    default: '30000',
+    description: 'job lease length; renewed at a third of it while the driver call runs',
+  },
+  {
+    name: 'HCP_JOB_MAX_ATTEMPTS',
+    default: '5',
+    description: 'attempts of a job (errors and expired leases) before it fails',
+  },
   { name: 'HCP_JOB_RETRY_BACKOFF_MS', default: '2000', description: 'first retry delay, doubled per attempt' },
   { name: 'HCP_JOB_ATTEMPT_TIMEOUT_MS', default: '600000', description: 'deadline of one driver call' },
   { name: 'HCP_WORKER_CONCURRENCY', default: '16', description: 'jobs one worker process runs at once' },
   { name: 'HCP_WORKER_POLL_MS', default: '250', description: 'how often an idle worker looks for due jobs' },
-  { name: 'HCP_SIMULATOR_LATENCY_SCALE', default: '1', description: 'multiplier of the simulator\'s step latencies (0 = instant)' },
-  { name: 'HCP_SIMULATOR_FAULTS', default: '', description: 'simulator fault injection, e.g. create=fail,stop=timeout,reboot=fail@0.3' },
-  { name: 'HCP_RATE_LIMIT_ACTOR_PER_MINUTE', default: '1200', description: 'requests one actor may make per minute (per API process)' },
-  { name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE', default: '3000', description: 'requests to one project per minute, all actors together (per API process)' },
-  { name: 'HCP_PROVIDER_HEALTH_INTERVAL_MS', default: '60000', description: 'how often worker processes check every provider\'s connectivity' },
-  { name: 'HCP_CONSOLE_CONNECT_TIMEOUT_S', default: '60', description: 'how long a console session token stays valid for its one connection' },
-  { name: 'HCP_CONSOLE_MAX_SESSION_S', default: '14400', description: 'longest a connected console stays open before HCP closes it' },
-  { name: 'HCP_PUBLIC_URL', default: '', description: 'base URL clients reach HCP at (console URLs); empty: the Host of each request' },
+  {
+    name: 'HCP_SIMULATOR_LATENCY_SCALE',
+    default: '1',
+    description: "multiplier of the simulator's step latencies (0 = instant)",
+  },
+  {
+    name: 'HCP_SIMULATOR_FAULTS',
+    default: '',
+    description: 'simulator fault injection, e.g. create=fail,stop=timeout,reboot=fail@0.3',
+  },
+  {
+    name: 'HCP_RATE_LIMIT_ACTOR_PER_MINUTE',
+    default: '1200',
+    description: 'requests one actor may make per minute (per API process)',
+  },
+  {
+    name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE',
+    default: '3000',
+    description: 'requests to one project per minute, all actors together (per API process)',
+  },
+  {
+    name: 'HCP_PROVIDER_HEALTH_INTERVAL_MS',
+    default: '60000',
+    description: "how often worker processes check every provider's connectivity",
+  },
+  {
+    name: 'HCP_CONSOLE_CONNECT_TIMEOUT_S',
+    default: '60',
+    description: 'how long a console session token stays valid for its one connection',
+  },
+  {
+    name: 'HCP_CONSOLE_MAX_SESSION_S',
+    default: '14400',
+    description: 'longest a connected console stays open before HCP closes it',
+  },
+  {
+    name: 'HCP_PUBLIC_URL',
+    default: '',
+    description: 'base URL clients reach HCP at (console URLs); empty: the Host of each request',
+  },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
 ];
 
@@ -105,7 +174,11 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
  * Every variable HCP reads. The secrets and messaging variables are parsed by their libraries (secrets
  * at start through `loadSecretsFromEnv`, messaging here), but listed, documented and checked with the rest.
  */
-export const CONFIG_VARIABLES: readonly VariableSpec[] = [...CORE_VARIABLES, ...SECRETS_CONFIG_VARIABLES, ...MESSAGING_CONFIG_VARIABLES];
+export const CONFIG_VARIABLES: readonly VariableSpec[] = [
+  ...CORE_VARIABLES,
+  ...SECRETS_CONFIG_VARIABLES,
+  ...MESSAGING_CONFIG_VARIABLES,
+];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -121,7 +194,10 @@ const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'erro
  * Reads and validates the environment. `extraCheck` lets callers validate values owned by other modules
  * (the simulator's fault syntax) without this file knowing their grammar.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Array<(c: HcpConfig) => string | null> = []): HcpConfig {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  extraChecks: Array<(c: HcpConfig) => string | null> = [],
+): HcpConfig {
   const problems: string[] = [];
   const raw = (name: string): string => {
     const spec = CONFIG_VARIABLES.find((v) => v.name === name);
@@ -149,12 +225,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
   };
   const oneOf = <T extends string>(name: string, allowed: readonly T[]): T => {
     const value = raw(name) as T;
-    if (!allowed.includes(value)) problems.push(`${name}=${JSON.stringify(value)}: expected one of ${allowed.join(', ')}`);
+    if (!allowed.includes(value))
+      problems.push(`${name}=${JSON.stringify(value)}: expected one of ${allowed.join(', ')}`);
     return value;
   };
   const bool = (name: string): boolean => {
     const value = raw(name).toLowerCase();
-    if (!['true', 'false', '1', '0'].includes(value)) problems.push(`${name}=${JSON.stringify(value)}: expected true or false`);
+    if (!['true', 'false', '1', '0'].includes(value))
+      problems.push(`${name}=${JSON.stringify(value)}: expected true or false`);
     return value === 'true' || value === '1';
   };
   const url = (name: string, protocols: string[]): string | null => {
@@ -175,7 +253,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
     .filter(Boolean) as HcpRole[];
   const badRoles = roles.filter((r) => !ROLES.includes(r));
   if (roles.length === 0 || badRoles.length > 0) {
-    problems.push(`HCP_ROLES=${JSON.stringify(raw('HCP_ROLES'))}: expected a comma-separated subset of ${ROLES.join(', ')}`);
+    problems.push(
+      `HCP_ROLES=${JSON.stringify(raw('HCP_ROLES'))}: expected a comma-separated subset of ${ROLES.join(', ')}`,
+    );
   }
 
   const config: HcpConfig = {
@@ -229,9 +309,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, extraChecks: Ar
       perProjectPerMinute: int('HCP_RATE_LIMIT_PROJECT_PER_MINUTE', 1, 10_000_000),
     },
   };
-  if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl) problems.push('HCP_AUTH_MODE=jwks needs exactly one of HCP_JWKS_FILE and HCP_JWKS_URL');
-  if (config.auth.devHs256Secret && config.auth.mode !== 'dev') problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');
-  if (config.auth.devHs256Secret && config.auth.devHs256Secret.length < 32) problems.push('HCP_JWT_DEV_HS256_SECRET must be at least 32 characters');
+  if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl)
+    problems.push('HCP_AUTH_MODE=jwks needs exactly one of HCP_JWKS_FILE and HCP_JWKS_URL');
+  if (config.auth.devHs256Secret && config.auth.mode !== 'dev')
+    problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');
+  if (config.auth.devHs256Secret && config.auth.devHs256Secret.length < 32)
+    problems.push('HCP_JWT_DEV_HS256_SECRET must be at least 32 characters');
   for (const check of extraChecks) {
     const problem = check(config);
     if (problem) problems.push(problem);

@@ -55,23 +55,31 @@ export class ConsoleConnector {
     if (!opened) throw notFound('console session');
     const { state, events } = await this.sessions.update(
       sessionId,
-      (current) => decideConsoleSession(current, { type: 'connect', token_sha256: consoleTokenDigest(token), now: new Date() }),
+      (current) =>
+        decideConsoleSession(current, { type: 'connect', token_sha256: consoleTokenDigest(token), now: new Date() }),
       eventContext(opened.opened_by, traceId),
     );
     const outcome = events[0];
-    if (outcome?.type === 'ConsoleSessionRefused') throw new HcpError('UNAUTHORIZED', REFUSAL_MESSAGES[outcome.data.reason]);
+    if (outcome?.type === 'ConsoleSessionRefused')
+      throw new HcpError('UNAUTHORIZED', REFUSAL_MESSAGES[outcome.data.reason]);
     const session = state!;
 
     const { state: vm } = await this.vms.load(session.vm_id);
     if (vm?.status !== 'running') {
       await this.close(session, 'vm_not_running', traceId);
-      throw new HcpError('CONFLICT', `a console needs a running VM; the VM is ${vm?.status ?? 'deleted'}`, { status: vm?.status ?? 'deleted' });
+      throw new HcpError('CONFLICT', `a console needs a running VM; the VM is ${vm?.status ?? 'deleted'}`, {
+        status: vm?.status ?? 'deleted',
+      });
     }
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), PROVIDER_CALL_MS);
     try {
       const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
-      const console = await driver.openConsole(session.vm_id, session.type, { deadline: new Date(Date.now() + PROVIDER_CALL_MS), signal: abort.signal, trace_id: traceId });
+      const console = await driver.openConsole(session.vm_id, session.type, {
+        deadline: new Date(Date.now() + PROVIDER_CALL_MS),
+        signal: abort.signal,
+        trace_id: traceId,
+      });
       try {
         await connectRfbServer(console.stream, { password: console.rfb_password, timeoutMs: RFB_HANDSHAKE_MS });
       } catch (err) {
@@ -80,8 +88,13 @@ export class ConsoleConnector {
       }
       return { session, provider: console.stream, traceId };
     } catch (err) {
-      await this.close(session, err instanceof HcpError && err.code === 'CONFLICT' ? 'vm_not_running' : 'provider_failed', traceId);
-      if (err instanceof RfbHandshakeError) throw new HcpError('PROVIDER_UNAVAILABLE', 'the provider did not accept the console connection');
+      await this.close(
+        session,
+        err instanceof HcpError && err.code === 'CONFLICT' ? 'vm_not_running' : 'provider_failed',
+        traceId,
+      );
+      if (err instanceof RfbHandshakeError)
+        throw new HcpError('PROVIDER_UNAVAILABLE', 'the provider did not accept the console connection');
       throw err;
     } finally {
       clearTimeout(timer);
@@ -89,10 +102,21 @@ export class ConsoleConnector {
   }
 
   /** Appends the session's end (once; a session closed already stays as it was). */
-  async close(session: ConsoleSessionState, reason: ConsoleCloseReason, traceId: string, bytes = { to_client: 0, to_provider: 0 }): Promise<void> {
+  async close(
+    session: ConsoleSessionState,
+    reason: ConsoleCloseReason,
+    traceId: string,
+    bytes = { to_client: 0, to_provider: 0 },
+  ): Promise<void> {
     await this.sessions.update(
       session.session_id,
-      (current) => decideConsoleSession(current, { type: 'close', reason, bytes_to_client: bytes.to_client, bytes_to_provider: bytes.to_provider }),
+      (current) =>
+        decideConsoleSession(current, {
+          type: 'close',
+          reason,
+          bytes_to_client: bytes.to_client,
+          bytes_to_provider: bytes.to_provider,
+        }),
       eventContext(session.opened_by, traceId),
     );
   }

@@ -67,14 +67,24 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
     const sessionId = sessionIdOfWebsocketPath(url.pathname);
     if (!sessionId) return refuse(socket, new HcpError('NOT_FOUND', 'no such resource'), traceId);
     // Checked before the token is spent: ws would refuse such a handshake only after we connected.
-    if (!isWebSocketHandshake(req)) return refuse(socket, new HcpError('INVALID_REQUEST', 'a websocket handshake (version 13, with a key) is required'), traceId);
+    if (!isWebSocketHandshake(req))
+      return refuse(
+        socket,
+        new HcpError('INVALID_REQUEST', 'a websocket handshake (version 13, with a key) is required'),
+        traceId,
+      );
     let connected: ConnectedConsole;
     try {
       connected = await this.connector.connect(sessionId, url.searchParams.get('token') ?? '', traceId);
     } catch (err) {
       const error = toTaxonomyError(err);
       this.metrics.consoleConnections.inc({ outcome: error.code });
-      this.logger.warn({ msg: 'console connection refused', session_id: sessionId, code: error.code, trace_id: traceId });
+      this.logger.warn({
+        msg: 'console connection refused',
+        session_id: sessionId,
+        code: error.code,
+        trace_id: traceId,
+      });
       return refuse(socket, error, traceId);
     }
     if (socket.destroyed) return void this.closeUnstarted(connected, 'client_closed');
@@ -94,13 +104,23 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
     const relay = new ConsoleRelay(session, traceId, ws, client, connected.provider);
     this.metrics.consoleConnections.inc({ outcome: 'connected' });
     this.metrics.consolesOpen.inc();
-    this.logger.log({ msg: 'console connected', session_id: session.session_id, vm_id: session.vm_id, type: session.type, trace_id: traceId });
+    this.logger.log({
+      msg: 'console connected',
+      session_id: session.session_id,
+      vm_id: session.vm_id,
+      type: session.type,
+      trace_id: traceId,
+    });
     const closed = relay.done.then(async ({ reason, bytes }) => {
       this.metrics.consolesOpen.dec();
       this.relays.delete(session.session_id);
       this.logger.log({ msg: 'console closed', session_id: session.session_id, reason, ...bytes, trace_id: traceId });
       await this.connector.close(session, reason, traceId, bytes).catch((err: unknown) => {
-        this.logger.error({ msg: 'could not record the end of a console session', session_id: session.session_id, err: (err as Error).message });
+        this.logger.error({
+          msg: 'could not record the end of a console session',
+          session_id: session.session_id,
+          err: (err as Error).message,
+        });
       });
     });
     this.relays.set(session.session_id, { relay, closed });
@@ -146,7 +166,14 @@ function isWebSocketHandshake(req: IncomingMessage): boolean {
 /** Answers a refused upgrade with the error envelope, as an HTTP response on the raw socket. */
 function refuse(socket: Duplex, error: HcpError, traceId: string): void {
   if (socket.destroyed) return;
-  const body = JSON.stringify({ error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}), trace_id: traceId } });
+  const body = JSON.stringify({
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details ? { details: error.details } : {}),
+      trace_id: traceId,
+    },
+  });
   const status = error.httpStatus;
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +

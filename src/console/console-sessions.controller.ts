@@ -15,8 +15,16 @@ export class ConsoleSessionsController {
   /** Opens a console session (201). Never idempotent-replayed: the answer carries a single-use token. */
   @Post()
   @HttpCode(201)
-  open(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: OpenConsoleDto, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<ConsoleSessionView> {
+  open(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+    @Body() body: OpenConsoleDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<ConsoleSessionView> {
     const origin = `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-    return this.commands.execute(new OpenConsoleSessionCommand(projectId, vmId, body.type, origin, { actor: who.sub, traceId: traceIdOf(req) }));
+    return this.commands.execute(
+      new OpenConsoleSessionCommand(projectId, vmId, body.type, origin, { actor: who.sub, traceId: traceIdOf(req) }),
+    );
   }
 }

@@ -6,18 +6,30 @@ import { appendedAfter, GIVEN_PLACEMENT, givenVm, refusal } from '../../test/fak
 import { loadConfig } from '../config/hcp-config';
 import { VmRepository } from '../vms';
 import { ConsoleSessionRepository } from './console-session.repository';
-import { consoleTokenDigest, OpenConsoleSessionCommand, OpenConsoleSessionHandler } from './open-console-session.handler';
+import {
+  consoleTokenDigest,
+  OpenConsoleSessionCommand,
+  OpenConsoleSessionHandler,
+} from './open-console-session.handler';
 
 const ALICE = { actor: 'user:alice', traceId: 'trace-console' };
 const THE_CLUSTER = { provider_id: GIVEN_PLACEMENT.provider_id, cluster_id: GIVEN_PLACEMENT.cluster_id };
 const ORIGIN = 'https://api.internal:8443';
 
-function setup(env: NodeJS.ProcessEnv = { HCP_CONSOLE_CONNECT_TIMEOUT_S: '90', HCP_CONSOLE_MAX_SESSION_S: '3600', HCP_PUBLIC_URL: 'https://hcp.example.com' }) {
+function setup(
+  env: NodeJS.ProcessEnv = {
+    HCP_CONSOLE_CONNECT_TIMEOUT_S: '90',
+    HCP_CONSOLE_MAX_SESSION_S: '3600',
+    HCP_PUBLIC_URL: 'https://hcp.example.com',
+  },
+) {
   const store = new InMemoryEventStore();
   const codec = new DomainEventCodec(createHcpUpcasters());
   const vms = new VmRepository(store, codec);
   const sessions = new ConsoleSessionRepository(store, codec);
-  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, { console_types: ['vnc', 'webconsole'] });
+  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, {
+    console_types: ['vnc', 'webconsole'],
+  });
   const handler = new OpenConsoleSessionHandler(vms, sessions, clusters, loadConfig(env));
   const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
   return { store, vms, sessions, clusters, handler, appendedSince };
@@ -63,8 +75,16 @@ describe('OpenConsoleSessionHandler', () => {
     // The token waits for its one connection for the configured time, counted from when the session was opened.
     expect(Date.parse(view.expires_at) - Date.parse(appended[0].at)).toBe(90_000);
     // The token itself is nowhere in the store.
-    expect(JSON.stringify(await store.readAll('start', 10_000), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain(token);
-    expect((await sessions.load(sessionId)).state).toMatchObject({ status: 'awaiting_connection', vm_id: vm.vm_id, token_sha256: digest });
+    expect(
+      JSON.stringify(await store.readAll('start', 10_000), (_k, v: unknown) =>
+        typeof v === 'bigint' ? v.toString() : v,
+      ),
+    ).not.toContain(token);
+    expect((await sessions.load(sessionId)).state).toMatchObject({
+      status: 'awaiting_connection',
+      vm_id: vm.vm_id,
+      token_sha256: digest,
+    });
     expect(clusters.asked).toEqual([THE_CLUSTER]);
   });
 
@@ -108,8 +128,12 @@ describe('OpenConsoleSessionHandler', () => {
     const provisioning = await givenVm(vms, 'provisioning');
     const before = await store.headPosition();
 
-    const whileStopped = await refusal(handler.execute(new OpenConsoleSessionCommand('p1', stopped.vm_id, 'vnc', ORIGIN, ALICE)));
-    const whileProvisioning = await refusal(handler.execute(new OpenConsoleSessionCommand('p1', provisioning.vm_id, 'vnc', ORIGIN, ALICE)));
+    const whileStopped = await refusal(
+      handler.execute(new OpenConsoleSessionCommand('p1', stopped.vm_id, 'vnc', ORIGIN, ALICE)),
+    );
+    const whileProvisioning = await refusal(
+      handler.execute(new OpenConsoleSessionCommand('p1', provisioning.vm_id, 'vnc', ORIGIN, ALICE)),
+    );
 
     expect([whileStopped.code, whileStopped.details]).toEqual(['CONFLICT', { status: 'stopped' }]);
     expect([whileProvisioning.code, whileProvisioning.details]).toEqual(['CONFLICT', { status: 'provisioning' }]);
@@ -123,7 +147,9 @@ describe('OpenConsoleSessionHandler', () => {
     const before = await store.headPosition();
 
     for (const vmId of [foreign.vm_id, deleted.vm_id, 'f5b3c1de-0000-4000-8000-000000000000']) {
-      expect((await refusal(handler.execute(new OpenConsoleSessionCommand('p1', vmId, 'vnc', ORIGIN, ALICE)))).code).toBe('NOT_FOUND');
+      expect(
+        (await refusal(handler.execute(new OpenConsoleSessionCommand('p1', vmId, 'vnc', ORIGIN, ALICE)))).code,
+      ).toBe('NOT_FOUND');
     }
     expect(clusters.asked).toEqual([]);
     expect(await appendedSince(before)).toEqual([]);

@@ -1,7 +1,15 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Inject } from '@nestjs/common';
 import { CommandHandler, ICommandHandler } from '@nestjs/cqrs';
-import { conflict, ConsoleSessionOpened, ConsoleType, decideConsoleSession, HcpError, missingCapabilities, notFound } from '@hcp/domain';
+import {
+  conflict,
+  ConsoleSessionOpened,
+  ConsoleType,
+  decideConsoleSession,
+  HcpError,
+  missingCapabilities,
+  notFound,
+} from '@hcp/domain';
 import { HcpConfig } from '../config/hcp-config';
 import { eventContext } from '../platform/event-sourcing/event-context';
 import { HCP_CONFIG } from '../platform/tokens';
@@ -50,8 +58,10 @@ export class OpenConsoleSessionHandler implements ICommandHandler<OpenConsoleSes
     if (!vm || vm.project_id !== projectId || vm.status === 'deleted') throw notFound('VM');
     const offered = await this.drivers.clusterCapabilities(vm.placement.provider_id, vm.placement.cluster_id);
     const missing = missingCapabilities(offered, { console: type });
-    if (missing.length) throw new HcpError('FEATURE_NOT_SUPPORTED', `the VM's zone does not offer ${type} consoles`, { missing });
-    if (vm.status !== 'running') throw conflict(`a console needs a running VM; the VM is ${vm.status}`, { status: vm.status });
+    if (missing.length)
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `the VM's zone does not offer ${type} consoles`, { missing });
+    if (vm.status !== 'running')
+      throw conflict(`a console needs a running VM; the VM is ${vm.status}`, { status: vm.status });
 
     const sessionId = randomUUID();
     const token = randomBytes(32).toString('base64url');
@@ -68,7 +78,11 @@ export class OpenConsoleSessionHandler implements ICommandHandler<OpenConsoleSes
       connect_timeout_ms: this.config.console.connectTimeoutMs,
       max_duration_ms: this.config.console.maxSessionMs,
     });
-    await this.sessions.append({ id: sessionId, state: null, revision: 'no_stream' }, events, eventContext(ctx.actor, ctx.traceId, now));
+    await this.sessions.append(
+      { id: sessionId, state: null, revision: 'no_stream' },
+      events,
+      eventContext(ctx.actor, ctx.traceId, now),
+    );
     return {
       session_id: sessionId,
       type,

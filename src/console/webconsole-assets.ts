@@ -9,8 +9,10 @@ import { Router, static as serveStatic } from 'express';
  */
 function projectRoot(from: string = __dirname): string {
   for (let dir = from; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'src', 'console', 'webconsole'))) return dir;
-    if (path.dirname(dir) === dir) throw new Error(`HCP's project root (with src/console/webconsole) not found above ${from}`);
+    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'src', 'console', 'webconsole')))
+      return dir;
+    if (path.dirname(dir) === dir)
+      throw new Error(`HCP's project root (with src/console/webconsole) not found above ${from}`);
   }
 }
 

@@ -31,7 +31,10 @@ export class HttpModule implements OnModuleInit {
   static forRoot(config: HcpConfig): DynamicModule {
     return {
       module: HttpModule,
-      imports: [PassportModule, ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute))],
+      imports: [
+        PassportModule,
+        ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
+      ],
       providers: [
         BearerTokenStrategy,
         BreakGlassRecorder,
@@ -50,6 +53,11 @@ export class HttpModule implements OnModuleInit {
 
   onModuleInit(): void {
     // Every API process purges; the DELETE is idempotent, so running it in several is harmless.
-    this.tasks.register({ role: 'api', name: 'purging idempotency keys', intervalMs: IDEMPOTENCY_PURGE_MS, run: () => this.idempotency.purgeExpired() });
+    this.tasks.register({
+      role: 'api',
+      name: 'purging idempotency keys',
+      intervalMs: IDEMPOTENCY_PURGE_MS,
+      run: () => this.idempotency.purgeExpired(),
+    });
   }
 }

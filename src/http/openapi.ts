@@ -6,7 +6,9 @@ import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 export function publishOpenApi(app: INestApplication): void {
   const config = new DocumentBuilder()
     .setTitle('HCP, the Hypervisor Control Plane')
-    .setDescription('One provider-agnostic compute API. Errors use the envelope { error: { code, message, details?, trace_id } }.')
+    .setDescription(
+      'One provider-agnostic compute API. Errors use the envelope { error: { code, message, details?, trace_id } }.',
+    )
     .setVersion('v1')
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
     .addSecurityRequirements('bearer')
@@ -17,6 +19,9 @@ export function publishOpenApi(app: INestApplication): void {
   const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' });
   // Free-form objects (tags, metadata, settings) are typed `Record`, which reflects as `Object`.
   schemas.Object = { type: 'object', additionalProperties: true };
-  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(schemas as Record<string, object>) } };
+  document.components = {
+    ...document.components,
+    schemas: { ...document.components?.schemas, ...(schemas as Record<string, object>) },
+  };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json' });
 }

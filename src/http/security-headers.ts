@@ -13,7 +13,13 @@ export function securityHeaders() {
     strictTransportSecurity: { maxAge: 31_536_000, includeSubDomains: true },
   });
   const docs = helmet({
-    contentSecurityPolicy: { directives: { scriptSrc: ["'self'", "'unsafe-inline'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] } },
+    contentSecurityPolicy: {
+      directives: {
+        scriptSrc: ["'self'", "'unsafe-inline'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+      },
+    },
   });
   // The webconsole: its own scripts and noVNC's, a websocket back to HCP, a canvas; nothing from elsewhere.
   const webconsole = helmet({

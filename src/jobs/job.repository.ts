@@ -16,7 +16,11 @@ export class JobRepository extends AggregateRepository<JobState, JobEvent> {
    */
   async ensureQueued(queued: JobQueued, context: EventContext): Promise<void> {
     try {
-      await this.store.append(this.streamOf(queued.data.job_id), [this.codec.encode(queued, context, queued.data.job_id)], 'no_stream');
+      await this.store.append(
+        this.streamOf(queued.data.job_id),
+        [this.codec.encode(queued, context, queued.data.job_id)],
+        'no_stream',
+      );
     } catch (err) {
       if (!(err instanceof WrongExpectedRevisionError)) throw err;
     }

@@ -11,7 +11,12 @@ export class JobsController {
 
   @Get()
   list(@Param('project_id', ProjectIdPipe) projectId: string, @Query() query: ListJobsQueryDto) {
-    return this.jobs.list(projectId, { resource_id: query.resource_id, status: query.status }, query.limit ?? LIMITS.listLimit.default, query.cursor);
+    return this.jobs.list(
+      projectId,
+      { resource_id: query.resource_id, status: query.status },
+      query.limit ?? LIMITS.listLimit.default,
+      query.cursor,
+    );
   }
 
   @Get(':job_id')

@@ -10,6 +10,11 @@ export class OpsJobsController {
 
   @Get()
   list(@Query() q: OpsListQueryDto) {
-    return this.jobs.list(q.project ?? null, { status: q.status, resource_id: q.resource_id }, q.limit ?? LIMITS.listLimit.default, q.cursor);
+    return this.jobs.list(
+      q.project ?? null,
+      { status: q.status, resource_id: q.resource_id },
+      q.limit ?? LIMITS.listLimit.default,
+      q.cursor,
+    );
   }
 }

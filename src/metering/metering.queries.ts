@@ -20,8 +20,14 @@ export class MeteringQueries {
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return {
-      items: items.map(({ position: _position, effective_at, ...r }) => ({ ...r, effective_at: new Date(effective_at).toISOString() })),
-      next_cursor: rows.length > limit && last ? Buffer.from(JSON.stringify([last.position, last.event_id])).toString('base64url') : null,
+      items: items.map(({ position: _position, effective_at, ...r }) => ({
+        ...r,
+        effective_at: new Date(effective_at).toISOString(),
+      })),
+      next_cursor:
+        rows.length > limit && last
+          ? Buffer.from(JSON.stringify([last.position, last.event_id])).toString('base64url')
+          : null,
     };
   }
 }
@@ -29,7 +35,8 @@ export class MeteringQueries {
 function decode(cursor: string): { position: string; eventId: string } {
   try {
     const [position, eventId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
-    if (!/^\d{1,18}$/.test(position) || typeof eventId !== 'string' || !/^[0-9a-f-]{36}(:on)?$/.test(eventId)) throw new Error();
+    if (!/^\d{1,18}$/.test(position) || typeof eventId !== 'string' || !/^[0-9a-f-]{36}(:on)?$/.test(eventId))
+      throw new Error();
     return { position, eventId };
   } catch {
     throw invalidField('cursor', 'cursor is not valid');

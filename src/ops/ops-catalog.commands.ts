@@ -40,24 +40,54 @@ export class OpsCatalogCommands {
   ) {}
 
   // --- providers -----------------------------------------------------------------------------------
-  async registerProvider(input: ProviderInput, ctx: EventContext, id: string = randomUUID()): Promise<OpsResourceState<'provider'>> {
+  async registerProvider(
+    input: ProviderInput,
+    ctx: EventContext,
+    id: string = randomUUID(),
+  ): Promise<OpsResourceState<'provider'>> {
     if (!this.drivers.supports(input.type)) {
-      throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${input.type} in this release`, { capability: `provider:${input.type}` });
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${input.type} in this release`, {
+        capability: `provider:${input.type}`,
+      });
     }
     await this.assertNameFree('provider', input.name);
     const { credentials, ...rest } = input;
-    await this.drivers.validate({ providerId: id, provider: { ...rest, has_credentials: Boolean(credentials) }, credentials: credentials ?? null, clusterId: `${id}:validate`, cluster: null });
+    await this.drivers.validate({
+      providerId: id,
+      provider: { ...rest, has_credentials: Boolean(credentials) },
+      credentials: credentials ?? null,
+      clusterId: `${id}:validate`,
+      cluster: null,
+    });
     if (credentials) await this.credentials.put(id, credentials);
-    return this.repo.execute('provider', id, () => ({ type: 'register', id, spec: { ...rest, has_credentials: Boolean(credentials) } }), ctx);
+    return this.repo.execute(
+      'provider',
+      id,
+      () => ({ type: 'register', id, spec: { ...rest, has_credentials: Boolean(credentials) } }),
+      ctx,
+    );
   }
 
-  async updateProvider(id: string, patch: Partial<ProviderInput>, ctx: EventContext): Promise<OpsResourceState<'provider'>> {
+  async updateProvider(
+    id: string,
+    patch: Partial<ProviderInput>,
+    ctx: EventContext,
+  ): Promise<OpsResourceState<'provider'>> {
     const { credentials, ...rest } = definedOnly(patch);
     const current = await this.live('provider', id);
-    if (rest.type && rest.type !== current.spec.type) throw invalidField('type', 'the type of a provider cannot change');
+    if (rest.type && rest.type !== current.spec.type)
+      throw invalidField('type', 'the type of a provider cannot change');
     if (rest.name) await this.assertNameFree('provider', rest.name, id);
     if (credentials) await this.credentials.put(id, credentials);
-    return this.repo.execute('provider', id, (now) => ({ type: 'update', spec: { ...now!.spec, ...rest, has_credentials: now!.spec.has_credentials || Boolean(credentials) } }), ctx);
+    return this.repo.execute(
+      'provider',
+      id,
+      (now) => ({
+        type: 'update',
+        spec: { ...now!.spec, ...rest, has_credentials: now!.spec.has_credentials || Boolean(credentials) },
+      }),
+      ctx,
+    );
   }
 
   async deleteProvider(id: string, ctx: EventContext): Promise<void> {
@@ -68,16 +98,25 @@ export class OpsCatalogCommands {
   }
 
   // --- clusters ------------------------------------------------------------------------------------
-  async registerCluster(spec: ClusterSpec, ctx: EventContext, id: string = randomUUID()): Promise<OpsResourceState<'cluster'>> {
+  async registerCluster(
+    spec: ClusterSpec,
+    ctx: EventContext,
+    id: string = randomUUID(),
+  ): Promise<OpsResourceState<'cluster'>> {
     await this.assertExists('provider', spec.provider_id, 'provider_id');
     await this.assertNameFree('cluster', spec.name);
     return this.repo.execute('cluster', id, () => ({ type: 'register', id, spec }), ctx);
   }
 
-  async updateCluster(id: string, given: Partial<ClusterSpec>, ctx: EventContext): Promise<OpsResourceState<'cluster'>> {
+  async updateCluster(
+    id: string,
+    given: Partial<ClusterSpec>,
+    ctx: EventContext,
+  ): Promise<OpsResourceState<'cluster'>> {
     const patch = definedOnly(given);
     const current = await this.live('cluster', id);
-    if (patch.provider_id && patch.provider_id !== current.spec.provider_id) throw invalidField('provider_id', 'a cluster cannot move to another provider');
+    if (patch.provider_id && patch.provider_id !== current.spec.provider_id)
+      throw invalidField('provider_id', 'a cluster cannot move to another provider');
     if (patch.name) await this.assertNameFree('cluster', patch.name, id);
     return this.repo.execute('cluster', id, (now) => ({ type: 'update', spec: { ...now!.spec, ...patch } }), ctx);
   }
@@ -108,7 +147,11 @@ export class OpsCatalogCommands {
   }
 
   // --- images and flavors --------------------------------------------------------------------------
-  async registerImage(spec: ImageSpec, ctx: EventContext, id: string = randomUUID()): Promise<OpsResourceState<'image'>> {
+  async registerImage(
+    spec: ImageSpec,
+    ctx: EventContext,
+    id: string = randomUUID(),
+  ): Promise<OpsResourceState<'image'>> {
     await this.assertNameFree('image', spec.name);
     await this.assertClusters(Object.keys(spec.provider_refs), 'provider_refs');
     return this.repo.execute('image', id, () => ({ type: 'register', id, spec }), ctx);
@@ -118,7 +161,12 @@ export class OpsCatalogCommands {
     const patch = definedOnly(given);
     if (patch.name) await this.assertNameFree('image', patch.name, id);
     if (patch.provider_refs) await this.assertClusters(Object.keys(patch.provider_refs), 'provider_refs');
-    return this.repo.execute('image', id, (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as ImageSpec }), ctx);
+    return this.repo.execute(
+      'image',
+      id,
+      (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as ImageSpec }),
+      ctx,
+    );
   }
 
   async deleteImage(id: string, ctx: EventContext): Promise<void> {
@@ -126,7 +174,11 @@ export class OpsCatalogCommands {
     await this.repo.execute('image', id, () => ({ type: 'delete' }), ctx);
   }
 
-  async registerFlavor(spec: FlavorSpec, ctx: EventContext, id: string = randomUUID()): Promise<OpsResourceState<'flavor'>> {
+  async registerFlavor(
+    spec: FlavorSpec,
+    ctx: EventContext,
+    id: string = randomUUID(),
+  ): Promise<OpsResourceState<'flavor'>> {
     await this.assertNameFree('flavor', spec.name);
     return this.repo.execute('flavor', id, () => ({ type: 'register', id, spec }), ctx);
   }
@@ -134,7 +186,12 @@ export class OpsCatalogCommands {
   async updateFlavor(id: string, given: Partial<FlavorSpec>, ctx: EventContext): Promise<OpsResourceState<'flavor'>> {
     const patch = definedOnly(given);
     if (patch.name) await this.assertNameFree('flavor', patch.name, id);
-    return this.repo.execute('flavor', id, (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as FlavorSpec }), ctx);
+    return this.repo.execute(
+      'flavor',
+      id,
+      (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as FlavorSpec }),
+      ctx,
+    );
   }
 
   async deleteFlavor(id: string, ctx: EventContext): Promise<void> {
@@ -143,7 +200,8 @@ export class OpsCatalogCommands {
 
   // --- checks --------------------------------------------------------------------------------------
   private async assertNameFree(kind: OpsKind, name: string, exceptId?: string): Promise<void> {
-    if (await this.queries.nameTaken(kind, name, exceptId)) throw conflict(`a ${kind} named ${JSON.stringify(name)} exists already`, { field: 'name' });
+    if (await this.queries.nameTaken(kind, name, exceptId))
+      throw conflict(`a ${kind} named ${JSON.stringify(name)} exists already`, { field: 'name' });
   }
 
   /** References are checked on the streams, so a resource registered a moment ago is found. */
@@ -165,7 +223,10 @@ export class OpsCatalogCommands {
 
   /** Refuses to delete what live VMs use (checked on the VM read model). */
   private async assertUnused(condition: string, id: string, what: string): Promise<void> {
-    const [{ n }] = await this.db.query(`SELECT count(*)::int AS n FROM vm_read_model WHERE ${condition} AND status <> 'deleted'`, [id]);
+    const [{ n }] = await this.db.query(
+      `SELECT count(*)::int AS n FROM vm_read_model WHERE ${condition} AND status <> 'deleted'`,
+      [id],
+    );
     if (n > 0) throw conflict(`the ${what} is in use by ${n} VM(s)`, { vms: n });
   }
 }

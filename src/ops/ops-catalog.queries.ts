@@ -26,7 +26,10 @@ export class OpsCatalogQueries {
     return found;
   }
 
-  async list<K extends OpsKind>(kind: K, where: { specContains?: Record<string, unknown>; ids?: string[] } = {}): Promise<Array<OpsResource<K>>> {
+  async list<K extends OpsKind>(
+    kind: K,
+    where: { specContains?: Record<string, unknown>; ids?: string[] } = {},
+  ): Promise<Array<OpsResource<K>>> {
     const qb = this.db
       .getRepository(OpsResourceRow)
       .createQueryBuilder('r')
@@ -39,17 +42,28 @@ export class OpsCatalogQueries {
 
   /** Whether a live resource of this kind already has this name (other than `exceptId`). */
   async nameTaken(kind: OpsKind, name: string, exceptId?: string): Promise<boolean> {
-    const rows = await this.db.query(`SELECT id FROM ops_resources WHERE kind = $1 AND name = $2 AND NOT deleted AND id <> $3 LIMIT 1`, [kind, name, exceptId ?? '']);
+    const rows = await this.db.query(
+      `SELECT id FROM ops_resources WHERE kind = $1 AND name = $2 AND NOT deleted AND id <> $3 LIMIT 1`,
+      [kind, name, exceptId ?? ''],
+    );
     return rows.length > 0;
   }
 
   /** Live resources of `kind` whose spec contains `fragment` (references between resources). */
   async referencing(kind: OpsKind, fragment: Record<string, unknown>): Promise<string[]> {
-    const rows = await this.db.query(`SELECT id FROM ops_resources WHERE kind = $1 AND NOT deleted AND spec @> $2::jsonb`, [kind, JSON.stringify(fragment)]);
+    const rows = await this.db.query(
+      `SELECT id FROM ops_resources WHERE kind = $1 AND NOT deleted AND spec @> $2::jsonb`,
+      [kind, JSON.stringify(fragment)],
+    );
     return rows.map((r: { id: string }) => r.id);
   }
 }
 
 function toResource<K extends OpsKind>(row: OpsResourceRow): OpsResource<K> {
-  return { id: row.id, spec: row.spec as unknown as OpsSpecs[K], created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
+  return {
+    id: row.id,
+    spec: row.spec as unknown as OpsSpecs[K],
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
 }

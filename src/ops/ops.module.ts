@@ -27,7 +27,12 @@ import { OpsResourceRepository } from './ops-resource.repository';
   providers: [
     { provide: SECRET_BOX, useFactory: (runtime: HcpRuntime) => runtime.secretBox, inject: [HCP_RUNTIME] },
     // One simulator state per process: the simulator's VMs live in the database, shared by every driver.
-    { provide: DriverFactory, useFactory: (config: HcpConfig, runtime: HcpRuntime) => new DriverFactory(config, new SimulatorState(runtime.pool)), inject: [HCP_CONFIG, HCP_RUNTIME] },
+    {
+      provide: DriverFactory,
+      useFactory: (config: HcpConfig, runtime: HcpRuntime) =>
+        new DriverFactory(config, new SimulatorState(runtime.pool)),
+      inject: [HCP_CONFIG, HCP_RUNTIME],
+    },
     DriverRegistry,
     ProviderCredentialsStore,
     ProviderHealthService,
@@ -45,6 +50,11 @@ export class OpsModule implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.tasks.register({ role: 'worker', name: 'provider health checks', intervalMs: this.config.providerHealthIntervalMs, run: () => this.health.checkAll() });
+    this.tasks.register({
+      role: 'worker',
+      name: 'provider health checks',
+      intervalMs: this.config.providerHealthIntervalMs,
+      run: () => this.health.checkAll(),
+    });
   }
 }

@@ -10,7 +10,10 @@ export function presentProvider(p: Resource<'provider'>, health: ProviderHealth 
   return {
     id: p.id,
     ...spec,
-    tls: { ...(tls.ca_pem ? { ca_pem: tls.ca_pem } : {}), ...(tls.fingerprint_sha256 ? { fingerprint_sha256: tls.fingerprint_sha256 } : {}) },
+    tls: {
+      ...(tls.ca_pem ? { ca_pem: tls.ca_pem } : {}),
+      ...(tls.fingerprint_sha256 ? { fingerprint_sha256: tls.fingerprint_sha256 } : {}),
+    },
     credentials_set: has_credentials,
     health: health ?? { status: 'unknown', message: null, checked_at: null },
     created_at: p.created_at,

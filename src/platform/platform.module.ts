@@ -32,7 +32,16 @@ export class PlatformModule {
         HcpMetrics,
         PeriodicTasks,
       ],
-      exports: [HCP_RUNTIME, HCP_CONFIG, DataSource, EVENT_STORE, DomainEventCodec, TokenVerifier, HcpMetrics, PeriodicTasks],
+      exports: [
+        HCP_RUNTIME,
+        HCP_CONFIG,
+        DataSource,
+        EVENT_STORE,
+        DomainEventCodec,
+        TokenVerifier,
+        HcpMetrics,
+        PeriodicTasks,
+      ],
     };
   }
 }

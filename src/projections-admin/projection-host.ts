@@ -81,7 +81,8 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
       const { name, active, position } = runner.status();
       if (!active) continue;
       this.metrics.projectionPosition.set({ projection: name }, Number(position));
-      if (head !== null) this.metrics.projectionLag.set({ projection: name }, Number(head > position ? head - position : 0n));
+      if (head !== null)
+        this.metrics.projectionLag.set({ projection: name }, Number(head > position ? head - position : 0n));
     }
   }
 

@@ -34,7 +34,9 @@ export class ProjectionsService {
   async list(): Promise<ProjectionView[]> {
     const [head, rows] = await Promise.all([
       this.store.headPosition(),
-      this.db.query(`SELECT name, position::text AS position, updated_at FROM projection_checkpoints`) as Promise<Array<{ name: string; position: string; updated_at: Date }>>,
+      this.db.query(`SELECT name, position::text AS position, updated_at FROM projection_checkpoints`) as Promise<
+        Array<{ name: string; position: string; updated_at: Date }>
+      >,
     ]);
     const processManagers = this.host.processManagerNames();
     const names = [...readModelProjections(SILENT_SINKS).map((p) => p.name), ...processManagers];
@@ -56,7 +58,10 @@ export class ProjectionsService {
   /** Starts a rebuild in this process and returns at once; the promise is for callers that wait. */
   start(name: string): Promise<RebuildResult> {
     const projection = readModelProjections(SILENT_SINKS).find((p) => p.name === name);
-    if (!projection) throw this.host.processManagerNames().includes(name) ? conflict(`${name} is a process manager and is never rebuilt`) : notFound('projection');
+    if (!projection)
+      throw this.host.processManagerNames().includes(name)
+        ? conflict(`${name} is a process manager and is never rebuilt`)
+        : notFound('projection');
     if (this.running.has(name)) throw conflict(`${name} is being rebuilt already`);
     const run = rebuildProjection(this.db, this.store, this.codec, projection)
       .then((result) => {

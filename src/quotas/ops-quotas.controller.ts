@@ -16,7 +16,12 @@ export class OpsQuotasController {
 
   @Put()
   @HttpCode(200)
-  set(@Param('project_id', ProjectIdPipe) projectId: string, @Body() body: SetQuotaDto, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<QuotaView> {
+  set(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Body() body: SetQuotaDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<QuotaView> {
     const limits = { instances: body.instances, vcpus: body.vcpus, ram_mb: body.ram_mb, disk_gb: body.disk_gb };
     return this.quotas.setLimits(projectId, limits, eventContext(who.sub, traceIdOf(req)));
   }

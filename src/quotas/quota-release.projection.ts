@@ -43,7 +43,10 @@ export class QuotaReleaseProjection implements Projection {
         const event = e.event as VmEvent;
         const vmId = e.streamId.slice(VM_STREAM_PREFIX.length);
         if (event.type === 'VmCreateRequested') created.push({ vmId, projectId: event.data.project_id });
-        else if (event.type === 'VmDeleted' || (event.type === 'VmOperationFailed' && event.data.operation === 'create')) {
+        else if (
+          event.type === 'VmDeleted' ||
+          (event.type === 'VmOperationFailed' && event.data.operation === 'create')
+        ) {
           if (!ended.has(vmId)) ended.set(vmId, { at: e.at, context: contextOf(e) });
         }
       } else if (e.streamId.startsWith(QUOTA_STREAM_PREFIX)) {
@@ -77,8 +80,10 @@ export class QuotaReleaseProjection implements Projection {
         [ids, ids.map((id) => ended.get(id)!.at)],
       );
       const known = new Set(rows.map((r) => r.vm_id));
-      for (const id of ids.filter((vmId) => !known.has(vmId))) this.logger.warn(`VM ${id} ended without a recorded creation; no quota to release`);
-      for (const r of rows) releases.set(r.vm_id, { projectId: r.project_id, vmId: r.vm_id, context: ended.get(r.vm_id)!.context });
+      for (const id of ids.filter((vmId) => !known.has(vmId)))
+        this.logger.warn(`VM ${id} ended without a recorded creation; no quota to release`);
+      for (const r of rows)
+        releases.set(r.vm_id, { projectId: r.project_id, vmId: r.vm_id, context: ended.get(r.vm_id)!.context });
     }
     if (reserved.size) {
       // Only VMs that have ended are released here; a live VM keeps what it holds.
@@ -86,7 +91,9 @@ export class QuotaReleaseProjection implements Projection {
         `SELECT vm_id, project_id FROM quota_vm_projects WHERE vm_id = ANY($1::text[]) AND ended_at IS NOT NULL`,
         [[...reserved.keys()]],
       );
-      for (const r of rows) if (!releases.has(r.vm_id)) releases.set(r.vm_id, { projectId: r.project_id, vmId: r.vm_id, context: reserved.get(r.vm_id)! });
+      for (const r of rows)
+        if (!releases.has(r.vm_id))
+          releases.set(r.vm_id, { projectId: r.project_id, vmId: r.vm_id, context: reserved.get(r.vm_id)! });
     }
 
     for (const { projectId, vmId, context } of releases.values()) {

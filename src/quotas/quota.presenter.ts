@@ -13,7 +13,12 @@ export function presentQuota(projectId: string, source: Pick<QuotaState, 'limits
   const usage = source?.usage ?? ZERO_QUOTA_USAGE;
   return {
     project_id: projectId,
-    limits: limits && { instances: limits.instances, vcpus: limits.vcpus, ram_mb: limits.ram_mb, disk_gb: limits.disk_gb },
+    limits: limits && {
+      instances: limits.instances,
+      vcpus: limits.vcpus,
+      ram_mb: limits.ram_mb,
+      disk_gb: limits.disk_gb,
+    },
     usage: { instances: usage.instances, vcpus: usage.vcpus, ram_mb: usage.ram_mb, disk_gb: usage.disk_gb },
   };
 }

@@ -40,7 +40,10 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
   }
 
   /** A project's reservations grow with its VMs: copied once per fold, not once per event. */
-  protected override fold(state: QuotaState | null, events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
+  protected override fold(
+    state: QuotaState | null,
+    events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
+  ): QuotaState | null {
     return evolveQuotaAll(state, events);
   }
 

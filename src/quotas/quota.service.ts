@@ -23,12 +23,20 @@ export class QuotaService {
    * retried request) changes nothing.
    */
   async reserve(projectId: string, vmId: string, resources: QuotaResources, ctx: EventContext): Promise<void> {
-    await this.quotas.updateContended(projectId, (state) => decideQuota(state, { type: 'reserve', project_id: projectId, vm_id: vmId, resources }), ctx);
+    await this.quotas.updateContended(
+      projectId,
+      (state) => decideQuota(state, { type: 'reserve', project_id: projectId, vm_id: vmId, resources }),
+      ctx,
+    );
   }
 
   /** Gives the VM's reservation back; returns whether it held one (false: unknown or released already). */
   async release(projectId: string, vmId: string, ctx: EventContext): Promise<boolean> {
-    const { events } = await this.quotas.updateContended(projectId, (state) => decideQuota(state, { type: 'release', project_id: projectId, vm_id: vmId }), ctx);
+    const { events } = await this.quotas.updateContended(
+      projectId,
+      (state) => decideQuota(state, { type: 'release', project_id: projectId, vm_id: vmId }),
+      ctx,
+    );
     return events.length > 0;
   }
 
@@ -38,13 +46,19 @@ export class QuotaService {
    * are accepted; they refuse new reservations only.
    */
   async setLimits(projectId: string, limits: QuotaLimits, ctx: EventContext): Promise<QuotaView> {
-    const { state } = await this.quotas.updateContended(projectId, (current) => decideQuota(current, { type: 'set_limits', project_id: projectId, limits }), ctx);
+    const { state } = await this.quotas.updateContended(
+      projectId,
+      (current) => decideQuota(current, { type: 'set_limits', project_id: projectId, limits }),
+      ctx,
+    );
     return presentQuota(projectId, state);
   }
 
   /** Limits and usage from the read model; a project without a quota stream is unlimited and unused. */
   async view(projectId: string): Promise<QuotaView> {
-    const row = await this.db.getRepository(QuotaReadModelRow).findOne({ where: { id: projectId }, select: { id: true, limits: true, usage: true } });
+    const row = await this.db
+      .getRepository(QuotaReadModelRow)
+      .findOne({ where: { id: projectId }, select: { id: true, limits: true, usage: true } });
     return presentQuota(projectId, row);
   }
 }

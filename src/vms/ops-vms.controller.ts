@@ -10,6 +10,10 @@ export class OpsVmsController {
 
   @Get()
   list(@Query() q: OpsListQueryDto) {
-    return this.vms.listForOps({ projectId: q.project, status: q.status, zone: q.zone }, q.limit ?? LIMITS.listLimit.default, q.cursor);
+    return this.vms.listForOps(
+      { projectId: q.project, status: q.status, zone: q.zone },
+      q.limit ?? LIMITS.listLimit.default,
+      q.cursor,
+    );
   }
 }

@@ -23,7 +23,10 @@ export class VmQueries {
   constructor(private readonly db: DataSource) {}
 
   async get(projectId: string, vmId: string): Promise<VmView> {
-    const [row] = (await this.db.query('SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2', [vmId, projectId])) as Array<Pick<VmReadModelRow, 'state'>>;
+    const [row] = (await this.db.query('SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2', [
+      vmId,
+      projectId,
+    ])) as Array<Pick<VmReadModelRow, 'state'>>;
     if (!row) throw notFound('VM');
     return presentVm(row.state);
   }
@@ -33,21 +36,37 @@ export class VmQueries {
   }
 
   /** Across projects, for ops: the same filters plus the project, and where each VM was placed. */
-  listForOps(filter: VmFilter & { projectId?: string }, limit: number, cursor?: string): Promise<Page<VmView & { placement: { provider_id: string; cluster_id: string } }>> {
+  listForOps(
+    filter: VmFilter & { projectId?: string },
+    limit: number,
+    cursor?: string,
+  ): Promise<Page<VmView & { placement: { provider_id: string; cluster_id: string } }>> {
     return this.page(filter, limit, cursor, (row) => ({
       ...presentVm(row.state),
       placement: { provider_id: row.state.placement.provider_id, cluster_id: row.state.placement.cluster_id },
     }));
   }
 
-  private page<T>(filter: VmFilter & { projectId?: string }, limit: number, cursor: string | undefined, present: (row: PageRow) => T): Promise<Page<T>> {
+  private page<T>(
+    filter: VmFilter & { projectId?: string },
+    limit: number,
+    cursor: string | undefined,
+    present: (row: PageRow) => T,
+  ): Promise<Page<T>> {
     const where = new SqlConditions();
     if (filter.projectId) where.and(`project_id = ${where.param(filter.projectId)}`);
     if (filter.status) where.and(`status = ${where.param(filter.status)}`);
     else where.and(`status <> 'deleted'`);
     if (filter.zone) where.and(`zone = ${where.param(filter.zone)}`);
     if (filter.name) where.and(`name = ${where.param(filter.name)}`);
-    for (const tag of filter.tags ?? []) where.and(`tags @> ${where.param(JSON.stringify({ [tag.key]: tag.value }))}::jsonb`);
-    return keysetPageSql(this.db, { select: 'id, created_at, state', from: 'vm_read_model', where }, limit, cursor, present);
+    for (const tag of filter.tags ?? [])
+      where.and(`tags @> ${where.param(JSON.stringify({ [tag.key]: tag.value }))}::jsonb`);
+    return keysetPageSql(
+      this.db,
+      { select: 'id, created_at, state', from: 'vm_read_model', where },
+      limit,
+      cursor,
+      present,
+    );
   }
 }

@@ -1,5 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { evolveVm, notFound, VmCreateRequested, VmCreateRequestedData, VmEvent, VmState, vmStreamId } from '@hcp/domain';
+import {
+  evolveVm,
+  notFound,
+  VmCreateRequested,
+  VmCreateRequestedData,
+  VmEvent,
+  VmState,
+  vmStreamId,
+} from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE } from '../platform/tokens';

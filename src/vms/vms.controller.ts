@@ -32,11 +32,22 @@ export class VmsController {
       const at = t.indexOf(':');
       return { key: t.slice(0, at), value: t.slice(at + 1) };
     });
-    return this.vms.list(projectId, { zone: query.zone, status: query.status, name: query.name, tags }, query.limit ?? LIMITS.listLimit.default, query.cursor);
+    return this.vms.list(
+      projectId,
+      { zone: query.zone, status: query.status, name: query.name, tags },
+      query.limit ?? LIMITS.listLimit.default,
+      query.cursor,
+    );
   }
 
   @Post()
-  create(@Param('project_id', ProjectIdPipe) projectId: string, @Body() body: CreateVmDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+  create(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Body() body: CreateVmDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new CreateVmCommand(projectId, body, context(who, req))));
   }
 
@@ -46,38 +57,83 @@ export class VmsController {
   }
 
   @Patch(':vm_id')
-  async update(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: UpdateVmDto, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<VmView> {
+  async update(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+    @Body() body: UpdateVmDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<VmView> {
     const vm = await this.commands.execute(new UpdateVmLabelsCommand(projectId, vmId, body, context(who, req)));
     return presentVm(vm);
   }
 
   @Delete(':vm_id')
   @HttpCode(202)
-  delete(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+  delete(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new DeleteVmCommand(projectId, vmId, context(who, req))));
   }
 
   @Post(':vm_id/actions/start')
   @HttpCode(202)
-  start(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() _body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
+  start(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+    @Body() _body: VmActionDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<JobAccepted> {
     return accepted(res, projectId, this.commands.execute(new StartVmCommand(projectId, vmId, context(who, req))));
   }
 
   @Post(':vm_id/actions/stop')
   @HttpCode(202)
-  stop(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
-    return accepted(res, projectId, this.commands.execute(new StopVmCommand(projectId, vmId, body.force ?? false, context(who, req))));
+  stop(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+    @Body() body: VmActionDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<JobAccepted> {
+    return accepted(
+      res,
+      projectId,
+      this.commands.execute(new StopVmCommand(projectId, vmId, body.force ?? false, context(who, req))),
+    );
   }
 
   @Post(':vm_id/actions/reboot')
   @HttpCode(202)
-  reboot(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string, @Body() body: VmActionDto, @CurrentPrincipal() who: Principal, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<JobAccepted> {
-    return accepted(res, projectId, this.commands.execute(new RebootVmCommand(projectId, vmId, body.force ?? false, context(who, req))));
+  reboot(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+    @Body() body: VmActionDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<JobAccepted> {
+    return accepted(
+      res,
+      projectId,
+      this.commands.execute(new RebootVmCommand(projectId, vmId, body.force ?? false, context(who, req))),
+    );
   }
 }
 
 function context(who: Principal, req: IdempotentRequest): RequestContext {
-  return { actor: who.sub, traceId: traceIdOf(req), ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}) };
+  return {
+    actor: who.sub,
+    traceId: traceIdOf(req),
+    ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+  };
 }
 
 /** 202 with the job's address in `Location`. */

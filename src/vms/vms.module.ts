@@ -58,6 +58,11 @@ export class VmsModule implements OnModuleInit {
   onModuleInit(): void {
     this.executors.register('vm', this.executor);
     this.projections.registerProcessManager(new VmJobDispatcherProjection(this.jobs, this.queue));
-    this.tasks.register({ role: 'worker', name: 'quota sweep', intervalMs: QUOTA_SWEEP_MS, run: () => this.sweeper.sweep() });
+    this.tasks.register({
+      role: 'worker',
+      name: 'quota sweep',
+      intervalMs: QUOTA_SWEEP_MS,
+      run: () => this.sweeper.sweep(),
+    });
   }
 }

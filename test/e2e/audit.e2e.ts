@@ -29,25 +29,40 @@ describe('audit trail', () => {
   });
 
   it('records the request, the job steps and refusals, with actor, action, target, result and trace id', async () => {
-    const created = await tenant.post('/v1/projects/aud/vms', { name: 'audited', zone: 'local', ...(await seededChoice(tenant)) }, { 'x-request-id': 'trace-audit-1' });
+    const created = await tenant.post(
+      '/v1/projects/aud/vms',
+      { name: 'audited', zone: 'local', ...(await seededChoice(tenant)) },
+      { 'x-request-id': 'trace-audit-1' },
+    );
     expect(created.status).toBe(202);
     await jobFinished(tenant, 'aud', created.body.job_id);
-    const refused = await new ApiClient(hcp.baseUrl, hcp.token('mallory', { other: 'admin' })).delete(`/v1/projects/aud/vms/${created.body.resource_id}`);
+    const refused = await new ApiClient(hcp.baseUrl, hcp.token('mallory', { other: 'admin' })).delete(
+      `/v1/projects/aud/vms/${created.body.resource_id}`,
+    );
     expect(refused.status).toBe(404);
 
     const trail = await eventually(async () => {
       const res = await auditor.get('/v1/ops/audit?project=aud&limit=200');
       return res.body.items.length >= 4 ? res.body.items : undefined;
     }, 'four audit records');
-    const summary = trail.map((r: { actor: string; action: string; result: string }) => [r.actor, r.action, r.result]).reverse();
+    const summary = trail
+      .map((r: { actor: string; action: string; result: string }) => [r.actor, r.action, r.result])
+      .reverse();
     expect(summary).toEqual([
       ['tom', 'POST /v1/projects/:project_id/vms', 'received'],
       ['tom', 'vm.create', 'started'],
       ['tom', 'vm.create', 'succeeded'],
       ['mallory', 'DELETE /v1/projects/:project_id/vms/:vm_id', 'refused:NOT_FOUND'],
     ]);
-    expect(trail.find((r: { result: string }) => r.result === 'received')).toMatchObject({ trace_id: 'trace-audit-1', target: { project_id: 'aud' }, event_id: expect.any(String) });
-    expect(trail.find((r: { result: string }) => r.result === 'succeeded').target).toEqual({ job_id: created.body.job_id, vm_id: created.body.resource_id });
+    expect(trail.find((r: { result: string }) => r.result === 'received')).toMatchObject({
+      trace_id: 'trace-audit-1',
+      target: { project_id: 'aud' },
+      event_id: expect.any(String),
+    });
+    expect(trail.find((r: { result: string }) => r.result === 'succeeded').target).toEqual({
+      job_id: created.body.job_id,
+      vm_id: created.body.resource_id,
+    });
 
     const byTarget = await auditor.get(`/v1/ops/audit?target=${created.body.job_id}`);
     expect(byTarget.body.items.map((r: { result: string }) => r.result).sort()).toEqual(['started', 'succeeded']);
@@ -59,21 +74,36 @@ describe('audit trail', () => {
   it('replays the same records from the event store with the CLI', async () => {
     const live = (await auditor.get('/v1/ops/audit?project=aud&limit=200')).body.items;
     const root = path.join(__dirname, '..', '..');
-    const { stdout } = await run(process.execPath, [path.join(root, 'scripts/ts-run.js'), 'src/cli/hcp.ts', 'audit', 'replay', '--project', 'aud'], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, HCP_DATA_DIR: hcp.dataDir },
-    });
-    const replayed = stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const { stdout } = await run(
+      process.execPath,
+      [path.join(root, 'scripts/ts-run.js'), 'src/cli/hcp.ts', 'audit', 'replay', '--project', 'aud'],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, HCP_DATA_DIR: hcp.dataDir },
+      },
+    );
+    const replayed = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(replayed.map((r) => r.event_id)).toEqual(live.map((r: { event_id: string }) => r.event_id).reverse());
     expect(replayed).toEqual([...live].reverse());
   });
 
   it('meters allocation, power changes and deletion at the time the provider made them', async () => {
     const ops = new ApiClient(hcp.baseUrl, hcp.token('otto', {}, ['cloud-operator']));
-    const created = await tenant.post('/v1/projects/aud/vms', { name: 'metered', zone: 'local', ...(await seededChoice(tenant)) });
+    const created = await tenant.post('/v1/projects/aud/vms', {
+      name: 'metered',
+      zone: 'local',
+      ...(await seededChoice(tenant)),
+    });
     const vmId = created.body.resource_id;
     const job = await jobFinished(tenant, 'aud', created.body.job_id);
-    const settle = (status: string) => eventually(async () => ((await tenant.get(`/v1/projects/aud/vms/${vmId}`)).body.status === status ? true : undefined), status);
+    const settle = (status: string) =>
+      eventually(
+        async () => ((await tenant.get(`/v1/projects/aud/vms/${vmId}`)).body.status === status ? true : undefined),
+        status,
+      );
     await settle('running');
     for (const action of ['stop', 'start']) {
       const res = await tenant.post(`/v1/projects/aud/vms/${vmId}/actions/${action}`, { force: true });
@@ -86,8 +116,19 @@ describe('audit trail', () => {
       const res = await ops.get(`/v1/ops/metering?vm_id=${vmId}`);
       return res.body.items.length === 5 ? res.body.items : undefined;
     }, 'five metering records');
-    expect(records.map((r: { kind: string }) => r.kind)).toEqual(['vm.allocated', 'vm.powered_on', 'vm.powered_off', 'vm.powered_on', 'vm.deleted']);
-    expect(records[0]).toMatchObject({ project_id: 'aud', zone: 'local', vm_id: vmId, resources: { vcpus: 1, ram_mb: 1024, disk_gb: 10 } });
+    expect(records.map((r: { kind: string }) => r.kind)).toEqual([
+      'vm.allocated',
+      'vm.powered_on',
+      'vm.powered_off',
+      'vm.powered_on',
+      'vm.deleted',
+    ]);
+    expect(records[0]).toMatchObject({
+      project_id: 'aud',
+      zone: 'local',
+      vm_id: vmId,
+      resources: { vcpus: 1, ram_mb: 1024, disk_gb: 10 },
+    });
     // The provider's change is recorded when the driver call returned: within the job, before it succeeded.
     expect(Date.parse(records[0].effective_at)).toBeGreaterThanOrEqual(Date.parse(job.started_at));
     expect(Date.parse(records[0].effective_at)).toBeLessThanOrEqual(Date.parse(job.finished_at));

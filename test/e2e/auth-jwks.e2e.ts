@@ -19,7 +19,11 @@ describe('JWKS verification', () => {
     if (publish) published.push({ ...(await exportJWK(publicKey)), kid, alg, use: 'sig' });
   }
 
-  function sign(kid: string, claims: Record<string, unknown> = {}, opts: { iss?: string; aud?: string } = {}): Promise<string> {
+  function sign(
+    kid: string,
+    claims: Record<string, unknown> = {},
+    opts: { iss?: string; aud?: string } = {},
+  ): Promise<string> {
     const { privateKey, alg } = keys[kid];
     return new SignJWT({ hcp_projects: { jw: 'viewer' }, ...claims })
       .setProtectedHeader({ alg, kid })

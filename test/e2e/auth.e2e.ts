@@ -9,15 +9,24 @@ import { createTestDatabase, TestDatabase } from '../support/test-database';
 
 function expectUnauthorized(res: ApiResponse): void {
   const requestId = res.headers.get('x-request-id');
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: 401, body: { error: { code: 'UNAUTHORIZED' } } });
+  expect({ status: res.status, body: res.body }).toMatchObject({
+    status: 401,
+    body: { error: { code: 'UNAUTHORIZED' } },
+  });
   expect(requestId).toEqual(expect.any(String));
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   expect(Object.keys(res.body)).toEqual(['error']);
-  expect(res.body.error).toEqual({ code: 'UNAUTHORIZED', message: expect.any(String), trace_id: requestId, ...(res.body.error.details ? { details: expect.any(Object) } : {}) });
+  expect(res.body.error).toEqual({
+    code: 'UNAUTHORIZED',
+    message: expect.any(String),
+    trace_id: requestId,
+    ...(res.body.error.details ? { details: expect.any(Object) } : {}),
+  });
   expect(res.body.error.message.length).toBeGreaterThan(0);
 }
 
-const b64url = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+const b64url = (value: unknown) =>
+  Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 describe('authentication', () => {
   let db: TestDatabase;
@@ -41,10 +50,18 @@ describe('authentication', () => {
   });
 
   const sign = (claims: Record<string, unknown>, key = devKey.privateKeyPem, header: Record<string, unknown> = {}) =>
-    jwt.sign(claims, key, { algorithm: 'RS256', keyid: devKey.kid, header: { alg: 'RS256', kid: devKey.kid, ...header } as never });
+    jwt.sign(claims, key, {
+      algorithm: 'RS256',
+      keyid: devKey.kid,
+      header: { alg: 'RS256', kid: devKey.kid, ...header } as never,
+    });
 
   /** A token with an arbitrary header and signature, for algorithms jsonwebtoken refuses to produce. */
-  const handMade = (header: Record<string, unknown>, claims: Record<string, unknown>, signature: (input: string) => string) => {
+  const handMade = (
+    header: Record<string, unknown>,
+    claims: Record<string, unknown>,
+    signature: (input: string) => string,
+  ) => {
     const input = `${b64url(header)}.${b64url(claims)}`;
     return `${input}.${signature(input)}`;
   };
@@ -89,7 +106,11 @@ describe('authentication', () => {
 
   it('refuses a scheme other than Bearer, even with a valid token', async () => {
     const token = sign(goodClaims());
-    expectUnauthorized(await anonymous.get('/v1/projects/p/vms', { authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}` }));
+    expectUnauthorized(
+      await anonymous.get('/v1/projects/p/vms', {
+        authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}`,
+      }),
+    );
     expectUnauthorized(await anonymous.get('/v1/projects/p/vms', { authorization: `Token ${token}` }));
     expectUnauthorized(await anonymous.get('/v1/projects/p/vms', { authorization: token }));
   });
@@ -112,14 +133,24 @@ describe('authentication', () => {
     const confused = handMade({ alg: 'HS256', typ: 'JWT', kid: devKey.kid }, goodClaims(), hmac(devKey.publicKeyPem));
     await expectRefusedEverywhere(admin.as(confused));
     // Also with the PEM in the form HCP exports it for verification (trailing newline stripped or not).
-    const trimmed = handMade({ alg: 'HS256', typ: 'JWT', kid: devKey.kid }, goodClaims(), hmac(devKey.publicKeyPem.trim()));
+    const trimmed = handMade(
+      { alg: 'HS256', typ: 'JWT', kid: devKey.kid },
+      goodClaims(),
+      hmac(devKey.publicKeyPem.trim()),
+    );
     expectUnauthorized(await admin.as(trimmed).get('/v1/projects/p/vms'));
   });
 
   it('refuses an expired token', async () => {
-    await expectRefusedEverywhere(admin.as(sign({ ...goodClaims(), iat: nowSeconds() - 7200, exp: nowSeconds() - 3600 })));
+    await expectRefusedEverywhere(
+      admin.as(sign({ ...goodClaims(), iat: nowSeconds() - 7200, exp: nowSeconds() - 3600 })),
+    );
     // Beyond the clock skew tolerance (30 s by default), but only just.
-    expectUnauthorized(await admin.as(sign({ ...goodClaims(), iat: nowSeconds() - 600, exp: nowSeconds() - 90 })).get('/v1/projects/p/vms'));
+    expectUnauthorized(
+      await admin
+        .as(sign({ ...goodClaims(), iat: nowSeconds() - 600, exp: nowSeconds() - 90 }))
+        .get('/v1/projects/p/vms'),
+    );
   });
 
   it('refuses a token that is not valid yet', async () => {
@@ -135,7 +166,9 @@ describe('authentication', () => {
 
   it('refuses a token whose hcp_projects binds an unknown role', async () => {
     await expectRefusedEverywhere(admin.as(sign({ ...goodClaims(), hcp_projects: { p: 'superuser' } })));
-    expectUnauthorized(await admin.as(sign({ ...goodClaims(), hcp_projects: { p: 'admin', q: 'root' } })).get('/v1/projects/p/vms'));
+    expectUnauthorized(
+      await admin.as(sign({ ...goodClaims(), hcp_projects: { p: 'admin', q: 'root' } })).get('/v1/projects/p/vms'),
+    );
     expectUnauthorized(await admin.as(sign({ ...goodClaims(), hcp_projects: ['p'] })).get('/v1/projects/p/vms'));
     expectUnauthorized(await admin.as(sign({ ...goodClaims(), hcp_ops_roles: ['god'] })).get('/v1/projects/p/vms'));
   });

@@ -32,25 +32,26 @@ const RELATIONS: Relation[] = ['own', 'foreign', 'none'];
 const RANK = { viewer: 0, operator: 1, admin: 2, owner: 3 } as const;
 
 /** API.md's tenant table: the least role per route, and what a permitted call answers. */
-const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: number; vmState?: 'running' | 'stopped' }> = {
-  'GET /v1/zones': { least: 'any', ok: 200 },
-  'GET /v1/images': { least: 'any', ok: 200 },
-  'GET /v1/images/:id': { least: 'any', ok: 200 },
-  'GET /v1/flavors': { least: 'any', ok: 200 },
-  'GET /v1/flavors/:id': { least: 'any', ok: 200 },
-  'GET /v1/projects/:project_id/vms': { least: 'viewer', ok: 200 },
-  'POST /v1/projects/:project_id/vms': { least: 'admin', ok: 202 },
-  'GET /v1/projects/:project_id/vms/:vm_id': { least: 'viewer', ok: 200 },
-  'PATCH /v1/projects/:project_id/vms/:vm_id': { least: 'admin', ok: 200, vmState: 'running' },
-  'DELETE /v1/projects/:project_id/vms/:vm_id': { least: 'admin', ok: 202, vmState: 'running' },
-  'POST /v1/projects/:project_id/vms/:vm_id/actions/start': { least: 'operator', ok: 202, vmState: 'stopped' },
-  'POST /v1/projects/:project_id/vms/:vm_id/actions/stop': { least: 'operator', ok: 202, vmState: 'running' },
-  'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': { least: 'operator', ok: 202, vmState: 'running' },
-  'POST /v1/projects/:project_id/vms/:vm_id/console': { least: 'operator', ok: 201 },
-  'GET /v1/projects/:project_id/jobs': { least: 'viewer', ok: 200 },
-  'GET /v1/projects/:project_id/jobs/:job_id': { least: 'viewer', ok: 200 },
-  'GET /v1/projects/:project_id/quotas': { least: 'viewer', ok: 200 },
-};
+const TENANT_ROUTES: Record<string, { least: keyof typeof RANK | 'any'; ok: number; vmState?: 'running' | 'stopped' }> =
+  {
+    'GET /v1/zones': { least: 'any', ok: 200 },
+    'GET /v1/images': { least: 'any', ok: 200 },
+    'GET /v1/images/:id': { least: 'any', ok: 200 },
+    'GET /v1/flavors': { least: 'any', ok: 200 },
+    'GET /v1/flavors/:id': { least: 'any', ok: 200 },
+    'GET /v1/projects/:project_id/vms': { least: 'viewer', ok: 200 },
+    'POST /v1/projects/:project_id/vms': { least: 'admin', ok: 202 },
+    'GET /v1/projects/:project_id/vms/:vm_id': { least: 'viewer', ok: 200 },
+    'PATCH /v1/projects/:project_id/vms/:vm_id': { least: 'admin', ok: 200, vmState: 'running' },
+    'DELETE /v1/projects/:project_id/vms/:vm_id': { least: 'admin', ok: 202, vmState: 'running' },
+    'POST /v1/projects/:project_id/vms/:vm_id/actions/start': { least: 'operator', ok: 202, vmState: 'stopped' },
+    'POST /v1/projects/:project_id/vms/:vm_id/actions/stop': { least: 'operator', ok: 202, vmState: 'running' },
+    'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': { least: 'operator', ok: 202, vmState: 'running' },
+    'POST /v1/projects/:project_id/vms/:vm_id/console': { least: 'operator', ok: 201 },
+    'GET /v1/projects/:project_id/jobs': { least: 'viewer', ok: 200 },
+    'GET /v1/projects/:project_id/jobs/:job_id': { least: 'viewer', ok: 200 },
+    'GET /v1/projects/:project_id/quotas': { least: 'viewer', ok: 200 },
+  };
 const PUBLIC_ROUTES = new Set(['GET /health/live', 'GET /health/ready', 'GET /metrics', 'GET /console/:session_id']);
 
 /** API.md's ops table: which ops roles, and what a permitted call answers. */
@@ -115,7 +116,17 @@ describe('authorization matrix', () => {
   let hcp: HcpProcess;
   let admin: ApiClient;
   let choice: { image_id: string; flavor_id: string };
-  const fixtures = { ownVm: '', ownJob: '', foreignVm: '', foreignJob: '', provider: '', cluster: '', zone: '', image: '', flavor: '' };
+  const fixtures = {
+    ownVm: '',
+    ownJob: '',
+    foreignVm: '',
+    foreignJob: '',
+    provider: '',
+    cluster: '',
+    zone: '',
+    image: '',
+    flavor: '',
+  };
   let opsAdmin: ApiClient;
   let serial = 0;
 
@@ -123,7 +134,11 @@ describe('authorization matrix', () => {
     db = await createTestDatabase();
     hcp = await HcpProcess.start({
       databaseUrl: db.url,
-      env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '1000000', HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '1000000' },
+      env: {
+        HCP_SIMULATOR_LATENCY_SCALE: '0',
+        HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '1000000',
+        HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '1000000',
+      },
     });
     admin = new ApiClient(hcp.baseUrl, hcp.token('fixture-admin', { own: 'owner', foreign: 'owner' }));
     choice = await seededChoice(admin);
@@ -145,10 +160,21 @@ describe('authorization matrix', () => {
   });
 
   async function vmIn(project: string, state: 'running' | 'stopped'): Promise<{ vm: string; job: string }> {
-    const res = await admin.post(`/v1/projects/${project}/vms`, { name: `fx-${state}`, zone: 'local', ...choice, power_on: state === 'running' });
+    const res = await admin.post(`/v1/projects/${project}/vms`, {
+      name: `fx-${state}`,
+      zone: 'local',
+      ...choice,
+      power_on: state === 'running',
+    });
     expect(res.status).toBe(202);
     expect((await jobFinished(admin, project, res.body.job_id)).status).toBe('succeeded');
-    await eventually(async () => ((await admin.get(`/v1/projects/${project}/vms/${res.body.resource_id}`)).body.status === state ? true : undefined), `${state} VM`);
+    await eventually(
+      async () =>
+        (await admin.get(`/v1/projects/${project}/vms/${res.body.resource_id}`)).body.status === state
+          ? true
+          : undefined,
+      `${state} VM`,
+    );
     return { vm: res.body.resource_id, job: res.body.job_id };
   }
 
@@ -158,25 +184,39 @@ describe('authorization matrix', () => {
       // "foreign": bound (with this role) to a project other than the route's.
       return hcp.token(`t-${caller.role}`, relation === 'own' ? { own: caller.role } : { elsewhere: caller.role });
     }
-    return hcp.token(`ops-${caller.kind === 'ops' ? caller.role : 'glass'}`, {}, [caller.kind === 'ops' ? caller.role : 'break-glass']);
+    return hcp.token(`ops-${caller.kind === 'ops' ? caller.role : 'glass'}`, {}, [
+      caller.kind === 'ops' ? caller.role : 'break-glass',
+    ]);
   }
 
-  const cases = Object.keys(ROUTE_POLICIES).flatMap((route) => CALLERS.flatMap((caller) => RELATIONS.map((relation) => ({ route, caller, relation }))));
+  const cases = Object.keys(ROUTE_POLICIES).flatMap((route) =>
+    CALLERS.flatMap((caller) => RELATIONS.map((relation) => ({ route, caller, relation }))),
+  );
 
   it('covers every route in the table', () => {
-    for (const route of Object.keys(ROUTE_POLICIES)) expect([route, PUBLIC_ROUTES.has(route) || route in TENANT_ROUTES || route in OPS_ROUTES]).toEqual([route, true]);
+    for (const route of Object.keys(ROUTE_POLICIES))
+      expect([route, PUBLIC_ROUTES.has(route) || route in TENANT_ROUTES || route in OPS_ROUTES]).toEqual([route, true]);
     expect(cases.length).toBe(Object.keys(ROUTE_POLICIES).length * CALLERS.length * RELATIONS.length);
   });
 
-  it.each(cases.map((c) => [c.route, describeCaller(c.caller), c.relation, c] as const))('%s as %s, %s project', async (route, _who, relation, { caller }) => {
-    const expected = expectedStatus(route, caller, relation);
-    const [method, pattern] = route.split(' ');
-    const { path, body } = route in OPS_ROUTES ? await opsRequest(route, pattern, expected === OPS_ROUTES[route].ok) : await tenantRequest(route, pattern, method, relation, expected);
-    const headers: Record<string, string> = caller.kind === 'break-glass' && caller.withReason ? { 'x-break-glass-reason': 'authorization matrix test' } : {};
-    const res = await new ApiClient(hcp.baseUrl, tokenFor(caller, relation)).request(method, path, body, headers);
-    expect({ route, status: res.status }).toEqual({ route, status: expected });
-    if (expected >= 400) expect(res.body.error.trace_id).toBe(res.headers.get('x-request-id'));
-  });
+  it.each(cases.map((c) => [c.route, describeCaller(c.caller), c.relation, c] as const))(
+    '%s as %s, %s project',
+    async (route, _who, relation, { caller }) => {
+      const expected = expectedStatus(route, caller, relation);
+      const [method, pattern] = route.split(' ');
+      const { path, body } =
+        route in OPS_ROUTES
+          ? await opsRequest(route, pattern, expected === OPS_ROUTES[route].ok)
+          : await tenantRequest(route, pattern, method, relation, expected);
+      const headers: Record<string, string> =
+        caller.kind === 'break-glass' && caller.withReason
+          ? { 'x-break-glass-reason': 'authorization matrix test' }
+          : {};
+      const res = await new ApiClient(hcp.baseUrl, tokenFor(caller, relation)).request(method, path, body, headers);
+      expect({ route, status: res.status }).toEqual({ route, status: expected });
+      if (expected >= 400) expect(res.body.error.trace_id).toBe(res.headers.get('x-request-id'));
+    },
+  );
 
   async function tenantRequest(route: string, pattern: string, method: string, relation: Relation, expected: number) {
     const project = relation === 'own' ? 'own' : 'foreign';
@@ -205,22 +245,54 @@ describe('authorization matrix', () => {
 
   /** An ops call: a fresh resource for every permitted change, so each one can succeed on its own. */
   async function opsRequest(route: string, pattern: string, allowed: boolean) {
-    const kind = pattern.split('/')[3].replace(/s$/, '') as 'provider' | 'cluster' | 'zone' | 'image' | 'flavor' | 'vm' | 'job';
+    const kind = pattern.split('/')[3].replace(/s$/, '') as
+      | 'provider'
+      | 'cluster'
+      | 'zone'
+      | 'image'
+      | 'flavor'
+      | 'vm'
+      | 'job';
     const unique = `m${++serial}`;
     const bodies: Record<string, unknown> = {
       provider: { name: unique, type: 'simulator' },
       cluster: { name: unique, provider_id: fixtures.provider },
-      zone: route.startsWith('PUT') ? { name: unique, cluster_ids: [fixtures.cluster], policy: 'pack' } : { id: unique, name: unique, cluster_ids: [fixtures.cluster], policy: 'spread' },
-      image: route.startsWith('PATCH') ? { os: 'linux' } : { name: unique, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} },
+      zone: route.startsWith('PUT')
+        ? { name: unique, cluster_ids: [fixtures.cluster], policy: 'pack' }
+        : { id: unique, name: unique, cluster_ids: [fixtures.cluster], policy: 'spread' },
+      image: route.startsWith('PATCH')
+        ? { os: 'linux' }
+        : { name: unique, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} },
       flavor: route.startsWith('PATCH') ? { extras: { m: 1 } } : { name: unique, vcpus: 1, ram_mb: 512, disk_gb: 1 },
       project: { instances: 10_000, vcpus: 100_000, ram_mb: 100_000_000, disk_gb: 10_000_000 },
     };
     let id = fixtures[kind as keyof typeof fixtures] ?? '';
     if (pattern.includes(':id') && allowed && route.startsWith('DELETE')) id = await freshOps(kind as 'provider');
-    const body = route.startsWith('GET') || route.startsWith('DELETE') || route.endsWith('/check') ? undefined : route.startsWith('PATCH') && kind === 'provider' ? { settings: { m: 1 } } : route.startsWith('PATCH') && kind === 'cluster' ? { enabled: true } : bodies[kind];
+    const body =
+      route.startsWith('GET') || route.startsWith('DELETE') || route.endsWith('/check')
+        ? undefined
+        : route.startsWith('PATCH') && kind === 'provider'
+          ? { settings: { m: 1 } }
+          : route.startsWith('PATCH') && kind === 'cluster'
+            ? { enabled: true }
+            : bodies[kind];
     // Each permitted rebuild takes another read model, so no two run at once.
-    const readModels = ['vm-read-model', 'job-read-model', 'ops-catalog', 'cluster-usage', 'quota-read-model', 'audit', 'metering'];
-    return { path: pattern.replace(':id', id).replace(':project_id', 'quota-matrix').replace(':name', readModels[serial % readModels.length]), body };
+    const readModels = [
+      'vm-read-model',
+      'job-read-model',
+      'ops-catalog',
+      'cluster-usage',
+      'quota-read-model',
+      'audit',
+      'metering',
+    ];
+    return {
+      path: pattern
+        .replace(':id', id)
+        .replace(':project_id', 'quota-matrix')
+        .replace(':name', readModels[serial % readModels.length]),
+      body,
+    };
   }
 
   async function freshOps(kind: 'provider' | 'cluster' | 'zone' | 'image' | 'flavor'): Promise<string> {
@@ -229,7 +301,10 @@ describe('authorization matrix', () => {
       provider: ['/v1/ops/providers', { name, type: 'simulator' }],
       cluster: ['/v1/ops/clusters', { name, provider_id: fixtures.provider }],
       zone: ['/v1/ops/zones', { id: name, name, cluster_ids: [fixtures.cluster], policy: 'spread' }],
-      image: ['/v1/ops/images', { name, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} }],
+      image: [
+        '/v1/ops/images',
+        { name, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} },
+      ],
       flavor: ['/v1/ops/flavors', { name, vcpus: 1, ram_mb: 512, disk_gb: 1 }],
     } as const;
     const [path, body] = bodies[kind];

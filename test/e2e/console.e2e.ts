@@ -24,7 +24,15 @@ describe('console sessions', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_CONSOLE_CONNECT_TIMEOUT_S: String(CONNECT_TIMEOUT_S), HCP_CONSOLE_MAX_SESSION_S: String(MAX_SESSION_S), LOG_LEVEL: 'info' } });
+    hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: {
+        HCP_SIMULATOR_LATENCY_SCALE: '0',
+        HCP_CONSOLE_CONNECT_TIMEOUT_S: String(CONNECT_TIMEOUT_S),
+        HCP_CONSOLE_MAX_SESSION_S: String(MAX_SESSION_S),
+        LOG_LEVEL: 'info',
+      },
+    });
     tenant = new ApiClient(hcp.baseUrl, hcp.token('cora', { con: 'operator' }));
     auditor = new ApiClient(hcp.baseUrl, hcp.token('audrey', {}, ['security-auditor']));
     choice = await seededChoice(new ApiClient(hcp.baseUrl, hcp.token('setup', { con: 'admin' })));
@@ -39,18 +47,41 @@ describe('console sessions', () => {
 
   async function vm(state: 'running' | 'stopped', project = 'con'): Promise<string> {
     const admin = new ApiClient(hcp.baseUrl, hcp.token('setup', { [project]: 'admin' }));
-    const res = await admin.post(`/v1/projects/${project}/vms`, { name: `console-${state}`, zone: 'local', ...choice, power_on: state === 'running' });
+    const res = await admin.post(`/v1/projects/${project}/vms`, {
+      name: `console-${state}`,
+      zone: 'local',
+      ...choice,
+      power_on: state === 'running',
+    });
     expect((await jobFinished(admin, project, res.body.job_id)).status).toBe('succeeded');
-    await eventually(async () => ((await admin.get(`/v1/projects/${project}/vms/${res.body.resource_id}`)).body.status === state ? true : undefined), `VM ${state}`);
+    await eventually(
+      async () =>
+        (await admin.get(`/v1/projects/${project}/vms/${res.body.resource_id}`)).body.status === state
+          ? true
+          : undefined,
+      `VM ${state}`,
+    );
     return res.body.resource_id;
   }
 
-  const open = (vmId: string, type = 'vnc', api = tenant, project = 'con') => api.post(`/v1/projects/${project}/vms/${vmId}/console`, { type });
+  const open = (vmId: string, type = 'vnc', api = tenant, project = 'con') =>
+    api.post(`/v1/projects/${project}/vms/${vmId}/console`, { type });
 
   const trailOf = (sessionId: string, count: number) =>
     eventually(async () => {
-      const items = (await auditor.get(`/v1/ops/audit?target=${sessionId}&limit=50`)).body.items as Array<{ action: string; result: string; actor: string; details: Record<string, unknown> }>;
-      return items.length >= count ? items.sort((a, b) => (a as unknown as { occurred_at: string }).occurred_at.localeCompare((b as unknown as { occurred_at: string }).occurred_at)) : undefined;
+      const items = (await auditor.get(`/v1/ops/audit?target=${sessionId}&limit=50`)).body.items as Array<{
+        action: string;
+        result: string;
+        actor: string;
+        details: Record<string, unknown>;
+      }>;
+      return items.length >= count
+        ? items.sort((a, b) =>
+            (a as unknown as { occurred_at: string }).occurred_at.localeCompare(
+              (b as unknown as { occurred_at: string }).occurred_at,
+            ),
+          )
+        : undefined;
     }, `${count} audit records of console session ${sessionId}`);
 
   it('opens a session whose URL is HCP itself, and relays the RFB handshake to the VM console through it', async () => {
@@ -117,7 +148,9 @@ describe('console sessions', () => {
     const { url, token } = (await open(runningVm)).body;
     const target = new URL(`${url}?token=${token}`.replace(/^ws/, 'http'));
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request(target, { headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13' } });
+      const req = http.request(target, {
+        headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13' },
+      });
       req.on('response', (res) => resolve(res.statusCode ?? 0));
       req.on('upgrade', (res, socket) => {
         socket.destroy();
@@ -133,7 +166,10 @@ describe('console sessions', () => {
   });
 
   it('answers 404 for an unknown session and for another project’s VM', async () => {
-    const unknown = await refusedUpgrade(`${hcp.baseUrl.replace('http', 'ws')}/v1/console/00000000-0000-4000-8000-000000000000/websocket`, 'x');
+    const unknown = await refusedUpgrade(
+      `${hcp.baseUrl.replace('http', 'ws')}/v1/console/00000000-0000-4000-8000-000000000000/websocket`,
+      'x',
+    );
     expect(unknown.status).toBe(404);
     const foreignVm = await vm('running', 'other');
     expect((await open(foreignVm)).status).toBe(404);
@@ -166,7 +202,10 @@ describe('console sessions', () => {
     // seeing VmStopped; either way the tenant gets a close code and the trail a reason.
     expect([1000, 4002]).toContain(await client.closed);
     const trail = await trailOf(session_id, 3);
-    expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: expect.stringMatching(/^(vm_not_running|provider_closed)$/) } });
+    expect(trail.at(-1)).toMatchObject({
+      action: 'console.close',
+      details: { reason: expect.stringMatching(/^(vm_not_running|provider_closed)$/) },
+    });
   });
 
   it('closes a connected console at its maximum length', async () => {
@@ -224,10 +263,16 @@ describe('console sessions', () => {
   });
 
   it('takes a session opened on one instance through another, which closes it when it shuts down', async () => {
-    const other = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_SEED_CATALOG: 'false' } });
+    const other = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: { HCP_SIMULATOR_LATENCY_SCALE: '0', HCP_SEED_CATALOG: 'false' },
+    });
     try {
       const { url, token, session_id } = (await open(runningVm)).body;
-      const client = await connectConsole(url.replace(hcp.baseUrl.replace('http', 'ws'), other.baseUrl.replace('http', 'ws')), token);
+      const client = await connectConsole(
+        url.replace(hcp.baseUrl.replace('http', 'ws'), other.baseUrl.replace('http', 'ws')),
+        token,
+      );
       expect(client.serverInit.width).toBeGreaterThan(0);
       expect((await refusedUpgrade(url, token)).status).toBe(401);
       await other.stop();

@@ -33,15 +33,27 @@ describe('crash recovery', () => {
   it('finishes a create job after the worker is killed mid-call, with exactly one VM in the simulator', async () => {
     const first = await start();
     const api = new ApiClient(first.baseUrl, first.token('alice', { crash: 'admin' }));
-    const res = await api.post('/v1/projects/crash/vms', { name: 'survivor', zone: 'local', ...(await seededChoice(api)) });
+    const res = await api.post('/v1/projects/crash/vms', {
+      name: 'survivor',
+      zone: 'local',
+      ...(await seededChoice(api)),
+    });
     expect(res.status).toBe(202);
     const { resource_id: vmId, job_id: jobId } = res.body;
 
     // Wait until the simulator is mid-clone: the provider-side VM exists but is not finished.
-    await eventually(async () => {
-      const rows = await queryDatabase<{ phase: string }>(db.url, 'SELECT phase FROM simulator.vms WHERE hcp_id = $1', [vmId]);
-      return rows[0] && rows[0].phase !== 'ready' ? rows[0].phase : undefined;
-    }, 'the simulator to start cloning', 20_000);
+    await eventually(
+      async () => {
+        const rows = await queryDatabase<{ phase: string }>(
+          db.url,
+          'SELECT phase FROM simulator.vms WHERE hcp_id = $1',
+          [vmId],
+        );
+        return rows[0] && rows[0].phase !== 'ready' ? rows[0].phase : undefined;
+      },
+      'the simulator to start cloning',
+      20_000,
+    );
     await first.kill();
 
     const second = await start(first.dataDir);
@@ -49,7 +61,11 @@ describe('crash recovery', () => {
     expect(job.status).toBe('succeeded');
     expect(job.attempts).toBe(2);
 
-    const vms = await queryDatabase<{ phase: string; power_state: string }>(db.url, 'SELECT phase, power_state FROM simulator.vms WHERE hcp_id = $1', [vmId]);
+    const vms = await queryDatabase<{ phase: string; power_state: string }>(
+      db.url,
+      'SELECT phase, power_state FROM simulator.vms WHERE hcp_id = $1',
+      [vmId],
+    );
     expect(vms).toEqual([{ phase: 'ready', power_state: 'running' }]);
     const vm = await eventually(async () => {
       const v = (await api.asBase(second.baseUrl).get(`/v1/projects/crash/vms/${vmId}`)).body;
@@ -58,8 +74,18 @@ describe('crash recovery', () => {
     expect(vm.last_job_id).toBe(jobId);
 
     // The job's own history tells what happened: the killed attempt was written off, then retried.
-    const history = await queryDatabase<{ type: string }>(db.url, 'SELECT type FROM hcp_events WHERE stream_id = $1 ORDER BY revision', [`job-${jobId}`]);
-    expect(history.map((e) => e.type)).toEqual(['JobQueued', 'JobStarted', 'JobAttemptFailed', 'JobStarted', 'JobSucceeded']);
+    const history = await queryDatabase<{ type: string }>(
+      db.url,
+      'SELECT type FROM hcp_events WHERE stream_id = $1 ORDER BY revision',
+      [`job-${jobId}`],
+    );
+    expect(history.map((e) => e.type)).toEqual([
+      'JobQueued',
+      'JobStarted',
+      'JobAttemptFailed',
+      'JobStarted',
+      'JobSucceeded',
+    ]);
   });
 
   it('turns a request accepted just before a kill into a job that finishes', async () => {

@@ -20,7 +20,11 @@ describe('embedded default', () => {
     const api = new ApiClient(first.baseUrl, first.token('alice', { demo: 'admin' }));
     const zones = await api.get('/v1/zones');
     expect(zones.body.items.map((z: { id: string }) => z.id)).toEqual(['local']);
-    const created = await api.post('/v1/projects/demo/vms', { name: 'keeper', zone: 'local', ...(await seededChoice(api)) });
+    const created = await api.post('/v1/projects/demo/vms', {
+      name: 'keeper',
+      zone: 'local',
+      ...(await seededChoice(api)),
+    });
     expect(created.status).toBe(202);
     expect((await jobFinished(api, 'demo', created.body.job_id)).status).toBe('succeeded');
     await first.stop();
@@ -40,6 +44,12 @@ describe('embedded default', () => {
     const stop = await api3.post(`/v1/projects/demo/vms/${created.body.resource_id}/actions/stop`, {});
     expect(stop.status).toBe(202);
     expect((await jobFinished(api3, 'demo', stop.body.job_id)).status).toBe('succeeded');
-    await eventually(async () => ((await api3.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body.status === 'stopped' ? true : undefined), 'VM stopped');
+    await eventually(
+      async () =>
+        (await api3.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body.status === 'stopped'
+          ? true
+          : undefined,
+      'VM stopped',
+    );
   });
 });

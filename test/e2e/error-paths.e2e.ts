@@ -9,7 +9,11 @@ import { createTestDatabase, TestDatabase } from '../support/test-database';
  * Every error path answers the taxonomy envelope of API.md: `{ error: { code, message, details?, trace_id } }`
  * with `trace_id` equal to the `X-Request-Id` response header.
  */
-function expectError(res: ApiResponse, status: number, code: string): { code: string; message: string; details?: any; trace_id: string } {
+function expectError(
+  res: ApiResponse,
+  status: number,
+  code: string,
+): { code: string; message: string; details?: any; trace_id: string } {
   const requestId = res.headers.get('x-request-id');
   expect({ status: res.status, body: res.body }).toMatchObject({ status, body: { error: { code } } });
   expect(requestId).toEqual(expect.any(String));
@@ -74,7 +78,12 @@ describe('HTTP error paths', () => {
     const specs = { running: true, stopped: false, ops: false, doomed: true } as const;
     await Promise.all(
       Object.entries(specs).map(async ([key, powerOn]) => {
-        const res = await alice.post('/v1/projects/a/vms', { name: `fixture-${key}`, zone: 'local', ...choice, power_on: powerOn });
+        const res = await alice.post('/v1/projects/a/vms', {
+          name: `fixture-${key}`,
+          zone: 'local',
+          ...choice,
+          power_on: powerOn,
+        });
         expect(res.status).toBe(202);
         vm[key as keyof typeof vm] = { id: res.body.resource_id, jobId: res.body.job_id };
         expect(await jobFinished(alice, 'a', res.body.job_id)).toMatchObject({ status: 'succeeded' });
@@ -150,10 +159,16 @@ describe('HTTP error paths', () => {
     });
 
     it('refuses to reboot a stopped VM and names its status', async () => {
-      const error = expectError(await alice.post(path('a', vm.stopped.id, '/actions/reboot'), { force: false }), 409, 'CONFLICT');
+      const error = expectError(
+        await alice.post(path('a', vm.stopped.id, '/actions/reboot'), { force: false }),
+        409,
+        'CONFLICT',
+      );
       expect(error.details).toMatchObject({ status: 'stopped' });
       // ...and stopping a stopped VM is a conflict too.
-      expect(expectError(await alice.post(path('a', vm.stopped.id, '/actions/stop'), {}), 409, 'CONFLICT').details).toMatchObject({ status: 'stopped' });
+      expect(
+        expectError(await alice.post(path('a', vm.stopped.id, '/actions/stop'), {}), 409, 'CONFLICT').details,
+      ).toMatchObject({ status: 'stopped' });
     });
 
     it('refuses a second delete while the first is in progress, and any action on a deleting VM', async () => {
@@ -164,13 +179,18 @@ describe('HTTP error paths', () => {
         expect(accepted.status).toBe(202);
         const second = await alice.delete(path('a', vm.doomed.id));
         expect(expectError(second, 409, 'CONFLICT').details).toMatchObject({ status: 'deleting' });
-        expect(expectError(await alice.post(path('a', vm.doomed.id, '/actions/start'), {}), 409, 'CONFLICT').details).toMatchObject({ status: 'deleting' });
+        expect(
+          expectError(await alice.post(path('a', vm.doomed.id, '/actions/start'), {}), 409, 'CONFLICT').details,
+        ).toMatchObject({ status: 'deleting' });
         expectError(await alice.patch(path('a', vm.doomed.id), { tags: { late: 'yes' } }), 409, 'CONFLICT');
         return accepted;
       });
 
       // Only one delete job exists, and once it is done the VM is gone: another delete is NOT_FOUND.
-      expect(await jobFinished(alice, 'a', first.body.job_id)).toMatchObject({ type: 'vm.delete', status: 'succeeded' });
+      expect(await jobFinished(alice, 'a', first.body.job_id)).toMatchObject({
+        type: 'vm.delete',
+        status: 'succeeded',
+      });
       const jobs = await alice.get(`/v1/projects/a/jobs?resource_id=${vm.doomed.id}`);
       expect(jobs.body.items.map((j: { type: string }) => j.type)).toEqual(['vm.delete', 'vm.create']);
       expectError(await alice.delete(path('a', vm.doomed.id)), 404, 'NOT_FOUND');
@@ -178,7 +198,8 @@ describe('HTTP error paths', () => {
   });
 
   describe('400 INVALID_REQUEST names what is wrong', () => {
-    const create = (body: Record<string, unknown>) => alice.post('/v1/projects/a/vms', { name: 'bad-1', zone: 'local', ...choice, ...body });
+    const create = (body: Record<string, unknown>) =>
+      alice.post('/v1/projects/a/vms', { name: 'bad-1', zone: 'local', ...choice, ...body });
 
     it('refuses a body that is not JSON', async () => {
       expectInvalid(await alice.raw('POST', '/v1/projects/a/vms', '{"name": "x", '));
@@ -250,7 +271,10 @@ describe('HTTP error paths', () => {
       expectInvalid(await alice.get('/v1/projects/a/jobs?cursor=garbage'), 'cursor');
       // Well-formed base64url of JSON, but not a key HCP ever issued.
       expectInvalid(await alice.get(`/v1/projects/a/vms?cursor=${forgedCursor({ a: 1 })}`), 'cursor');
-      expectInvalid(await alice.get(`/v1/projects/a/vms?cursor=${forgedCursor(['not a date', randomUUID()])}`), 'cursor');
+      expectInvalid(
+        await alice.get(`/v1/projects/a/vms?cursor=${forgedCursor(['not a date', randomUUID()])}`),
+        'cursor',
+      );
     });
 
     // A cursor is opaque, but a client can still send any bytes: a key PostgreSQL cannot read must be
@@ -261,7 +285,10 @@ describe('HTTP error paths', () => {
     });
 
     it('refuses a forged cursor whose id is not a UUID', async () => {
-      expectInvalid(await alice.get(`/v1/projects/a/vms?cursor=${forgedCursor([new Date().toISOString(), '-'.repeat(36)])}`), 'cursor');
+      expectInvalid(
+        await alice.get(`/v1/projects/a/vms?cursor=${forgedCursor([new Date().toISOString(), '-'.repeat(36)])}`),
+        'cursor',
+      );
     });
 
     it('refuses too many tags and a tag value that is too long', async () => {
@@ -279,7 +306,10 @@ describe('HTTP error paths', () => {
       expectInvalid(await create({ user_data: 'not base64!' }), 'user_data');
       expectInvalid(await create({ user_data: '#cloud-config\npackages: [nginx]' }), 'user_data');
       expectInvalid(await create({ ssh_keys: ['hello'] }), 'ssh_keys');
-      expectInvalid(await create({ ssh_keys: ['-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----'] }), 'ssh_keys');
+      expectInvalid(
+        await create({ ssh_keys: ['-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----'] }),
+        'ssh_keys',
+      );
       expectInvalid(await create({ ssh_keys: ['ssh-ed25519 AAAA\nssh-rsa BBBB'] }), 'ssh_keys');
     });
 
@@ -289,13 +319,20 @@ describe('HTTP error paths', () => {
 
     it('answers the envelope, not an HTML page, for a body over the size limit', async () => {
       const userData = Buffer.alloc(300 * 1024, 'a').toString('base64');
-      const res = await alice.post('/v1/projects/a/vms', { name: 'huge-1', zone: 'local', ...choice, user_data: userData });
+      const res = await alice.post('/v1/projects/a/vms', {
+        name: 'huge-1',
+        zone: 'local',
+        ...choice,
+        user_data: userData,
+      });
       expectInvalid(res);
       expect(typeof res.body).toBe('object');
     });
 
     it('created no VM through any of the refused requests', async () => {
-      const names = (await alice.get('/v1/projects/a/vms?limit=200')).body.items.map((v: { name: string }) => v.name).sort();
+      const names = (await alice.get('/v1/projects/a/vms?limit=200')).body.items
+        .map((v: { name: string }) => v.name)
+        .sort();
       expect(names).toEqual(['fixture-ops', 'fixture-running', 'fixture-stopped']);
     });
   });
@@ -303,7 +340,9 @@ describe('HTTP error paths', () => {
   describe('403 FORBIDDEN for a role too low in a bound project', () => {
     it('refuses a create by a viewer and by an operator (admin is needed)', async () => {
       const body = { name: 'nope-1', zone: 'local', ...choice };
-      expect(expectError(await viewer.post('/v1/projects/a/vms', body), 403, 'FORBIDDEN').details).toMatchObject({ required_role: 'admin' });
+      expect(expectError(await viewer.post('/v1/projects/a/vms', body), 403, 'FORBIDDEN').details).toMatchObject({
+        required_role: 'admin',
+      });
       expectError(await operator.post('/v1/projects/a/vms', body), 403, 'FORBIDDEN');
       expectError(await alice.post('/v1/projects/b/vms', body), 403, 'FORBIDDEN');
     });
@@ -326,10 +365,16 @@ describe('HTTP error paths', () => {
     it('lets an operator start and stop a VM', async () => {
       const started = await operator.post(path('a', vm.ops.id, '/actions/start'), {});
       expect(started.status).toBe(202);
-      expect(await jobFinished(operator, 'a', started.body.job_id)).toMatchObject({ type: 'vm.start', status: 'succeeded' });
+      expect(await jobFinished(operator, 'a', started.body.job_id)).toMatchObject({
+        type: 'vm.start',
+        status: 'succeeded',
+      });
       const stopped = await operator.post(path('a', vm.ops.id, '/actions/stop'), { force: true });
       expect(stopped.status).toBe(202);
-      expect(await jobFinished(operator, 'a', stopped.body.job_id)).toMatchObject({ type: 'vm.stop', status: 'succeeded' });
+      expect(await jobFinished(operator, 'a', stopped.body.job_id)).toMatchObject({
+        type: 'vm.stop',
+        status: 'succeeded',
+      });
     });
   });
 
@@ -355,7 +400,9 @@ describe('HTTP error paths', () => {
       const conflict = await alice.post(path('a', vm.running.id, '/actions/start'), {}, { traceparent });
       expect(expectError(conflict, 409, 'CONFLICT').trace_id).toBe(traceId);
       // X-Request-Id wins over traceparent.
-      expect((await alice.get('/v1/projects/a/vms', { traceparent, 'x-request-id': 'mine-1' })).headers.get('x-request-id')).toBe('mine-1');
+      expect(
+        (await alice.get('/v1/projects/a/vms', { traceparent, 'x-request-id': 'mine-1' })).headers.get('x-request-id'),
+      ).toBe('mine-1');
     });
 
     it('generates a new id for each request otherwise, and the job carries it', async () => {
@@ -370,7 +417,11 @@ describe('HTTP error paths', () => {
       expect(bad.headers.get('x-request-id')).not.toBe('has spaces and <html>');
       expect(bad.headers.get('x-request-id')).toEqual(expect.stringMatching(/^\S{8,128}$/));
 
-      const accepted = await alice.post(path('a', vm.stopped.id, '/actions/start'), {}, { 'x-request-id': 'start-trace-1' });
+      const accepted = await alice.post(
+        path('a', vm.stopped.id, '/actions/start'),
+        {},
+        { 'x-request-id': 'start-trace-1' },
+      );
       expect(accepted.status).toBe(202);
       expect(accepted.headers.get('x-request-id')).toBe('start-trace-1');
       const job = await eventually(async () => {

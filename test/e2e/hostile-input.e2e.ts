@@ -74,8 +74,14 @@ const LEAKS: ReadonlyArray<[string, RegExp]> = [
   ['a node_modules path', /node_modules/i],
   ['a stack frame', /\bat (?:async )?[\w$.<>[\] ]*\(?(?:\/|file:|node:|[A-Za-z]:\\)[^)\s]*:\d+:\d+\)?/],
   ['a source position', /\.(?:ts|js|mjs|cjs):\d+(?::\d+)?\b/],
-  ['an error class name', /\b(?:QueryFailedError|DatabaseError|TypeORMError|EntityNotFoundError|RangeError|ReferenceError|SyntaxError: Unexpected|TypeError: Cannot)\b/],
-  ['a database error text', /\b(?:SQLSTATE|syntax error at or near|invalid input syntax for type|violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|relation "[^"]*" does not exist|column "[^"]*" does not exist|out of range for type|invalid byte sequence for encoding|unsupported Unicode escape sequence|date\/time field value out of range|time zone displacement out of range)\b/i],
+  [
+    'an error class name',
+    /\b(?:QueryFailedError|DatabaseError|TypeORMError|EntityNotFoundError|RangeError|ReferenceError|SyntaxError: Unexpected|TypeError: Cannot)\b/,
+  ],
+  [
+    'a database error text',
+    /\b(?:SQLSTATE|syntax error at or near|invalid input syntax for type|violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|relation "[^"]*" does not exist|column "[^"]*" does not exist|out of range for type|invalid byte sequence for encoding|unsupported Unicode escape sequence|date\/time field value out of range|time zone displacement out of range)\b/i,
+  ],
   ['a server path', /(?:\/work\/|\/home\/|\/usr\/src\/|\/app\/(?:src|dist)\/)/],
 ];
 
@@ -86,7 +92,15 @@ const MAX_REQUEST_HEAD = 12_000;
  * Runs per property family, spread over the routes it matters for (so more routes do not mean more
  * time); every other route still gets MIN_RUNS_PER_ROUTE.
  */
-const BUDGET = { paths: 300, headers: 300, queries: 300, query_values: 600, everything: 300, body_fields: 700, body_shapes: 300 } as const;
+const BUDGET = {
+  paths: 300,
+  headers: 300,
+  queries: 300,
+  query_values: 600,
+  everything: 300,
+  body_fields: 700,
+  body_shapes: 300,
+} as const;
 type Family = keyof typeof BUDGET;
 const MIN_RUNS_PER_ROUTE = 10;
 /** A guard against a slow machine; a property interrupted without a failure still passes. */
@@ -128,12 +142,21 @@ function focusOf(route: Route): BodyFocus {
     return 'other';
   }
   const collection = route.path.split('/')[3];
-  const byCollection: Record<string, BodyFocus> = { providers: 'provider', clusters: 'cluster', zones: 'zone', images: 'image', flavors: 'flavor', projects: 'quotas' };
+  const byCollection: Record<string, BodyFocus> = {
+    providers: 'provider',
+    clusters: 'cluster',
+    zones: 'zone',
+    images: 'image',
+    flavors: 'flavor',
+    projects: 'quotas',
+  };
   return route.path.startsWith('/v1/ops/') ? (byCollection[collection] ?? 'other') : 'other';
 }
 
 const runsOf = (family: Family, route: Route) =>
-  AIMED_AT[family](route) ? Math.max(MIN_RUNS_PER_ROUTE, Math.ceil(BUDGET[family] / ROUTES.filter(AIMED_AT[family]).length)) : MIN_RUNS_PER_ROUTE;
+  AIMED_AT[family](route)
+    ? Math.max(MIN_RUNS_PER_ROUTE, Math.ceil(BUDGET[family] / ROUTES.filter(AIMED_AT[family]).length))
+    : MIN_RUNS_PER_ROUTE;
 
 // ---------------------------------------------------------------------------------------------------------
 // Credentials
@@ -144,7 +167,19 @@ type Role = (typeof ROLES)[number];
 type AuthSpec =
   | { as: Role }
   | { none: true }
-  | { mangled: 'truncated' | 'appended' | 'no-scheme' | 'double-space' | 'alg-none' | 'forged-claims' | 'swapped-signature' | 'two-tokens' | 'basic' | 'lowercase-scheme' }
+  | {
+      mangled:
+        | 'truncated'
+        | 'appended'
+        | 'no-scheme'
+        | 'double-space'
+        | 'alg-none'
+        | 'forged-claims'
+        | 'swapped-signature'
+        | 'two-tokens'
+        | 'basic'
+        | 'lowercase-scheme';
+    }
   | { raw: Text };
 
 /** Credentials HCP must accept (the scheme is case-insensitive, RFC 6750 / 9110). */
@@ -156,18 +191,44 @@ const authArb: fc.Arbitrary<AuthSpec> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .constantFrom('truncated', 'appended', 'no-scheme', 'double-space', 'alg-none', 'forged-claims', 'swapped-signature', 'two-tokens', 'basic', 'lowercase-scheme' as const)
+      .constantFrom(
+        'truncated',
+        'appended',
+        'no-scheme',
+        'double-space',
+        'alg-none',
+        'forged-claims',
+        'swapped-signature',
+        'two-tokens',
+        'basic',
+        'lowercase-scheme' as const,
+      )
       .map((mangled): AuthSpec => ({ mangled })),
   },
   {
     weight: 1,
-    arbitrary: fc.oneof(fc.constantFrom<Text>('Bearer', 'Bearer ', 'Bearer a.b.c', 'Bearer null', 'Bearer undefined', 'Bearer eyJhbGciOiJub25lIn0.e30.', 'Token abc', 'Digest x'), headerText).map((raw): AuthSpec => ({ raw })),
+    arbitrary: fc
+      .oneof(
+        fc.constantFrom<Text>(
+          'Bearer',
+          'Bearer ',
+          'Bearer a.b.c',
+          'Bearer null',
+          'Bearer undefined',
+          'Bearer eyJhbGciOiJub25lIn0.e30.',
+          'Token abc',
+          'Digest x',
+        ),
+        headerText,
+      )
+      .map((raw): AuthSpec => ({ raw })),
   },
 );
 /** The caller a route is meant for: the project owner on tenant routes, the ops principal on ops routes. */
 const rightful = (route: Route): AuthSpec => ({ as: route.policy.scope === 'ops' ? 'ops' : 'owner' });
 /** Mostly the rightful caller, so that requests get past the guard and into validation and the handlers. */
-const mostlyRightful = (route: Route): fc.Arbitrary<AuthSpec> => fc.oneof({ weight: 5, arbitrary: fc.constant(rightful(route)) }, { weight: 2, arbitrary: authArb });
+const mostlyRightful = (route: Route): fc.Arbitrary<AuthSpec> =>
+  fc.oneof({ weight: 5, arbitrary: fc.constant(rightful(route)) }, { weight: 2, arbitrary: authArb });
 
 // ---------------------------------------------------------------------------------------------------------
 // One request
@@ -225,7 +286,11 @@ describe('hostile input at every route', () => {
     db = await createTestDatabase();
     hcp = await HcpProcess.start({
       databaseUrl: db.url,
-      env: { HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '1000000', HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '1000000', HCP_SIMULATOR_LATENCY_SCALE: '0' },
+      env: {
+        HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '1000000',
+        HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '1000000',
+        HCP_SIMULATOR_LATENCY_SCALE: '0',
+      },
     });
     tokens.owner = hcp.token('mallory', { [PROJECT]: 'owner', [PEEK]: 'viewer' });
     tokens.viewer = hcp.token('victor', { [PROJECT]: 'viewer' });
@@ -247,17 +312,27 @@ describe('hostile input at every route', () => {
     // Real targets for the ops routes' `:id`: whatever the ops lists (providers, clusters, zones...) hold.
     const ops = api.as(tokens.ops);
     const opsIds = new Set<string>();
-    for (const route of ROUTES.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/ops/') && r.params.length === 0)) {
+    for (const route of ROUTES.filter(
+      (r) => r.method === 'GET' && r.path.startsWith('/v1/ops/') && r.params.length === 0,
+    )) {
       const listed = await ops.get(route.path);
       const items: unknown = listed.status === 200 ? listed.body?.items : undefined;
-      if (Array.isArray(items)) for (const item of items.slice(0, 3)) if (typeof item?.id === 'string') opsIds.add(item.id);
+      if (Array.isArray(items))
+        for (const item of items.slice(0, 3)) if (typeof item?.id === 'string') opsIds.add(item.id);
     }
     known = { vmIds, jobIds, imageId: choice.image_id, flavorId: choice.flavor_id, opsIds: [...opsIds] };
-    bodyContext = { imageId: choice.image_id, flavorId: choice.flavor_id, zone: 'local', uuids: [...opsIds, ...vmIds, ...jobIds, choice.image_id, choice.flavor_id] };
+    bodyContext = {
+      imageId: choice.image_id,
+      flavorId: choice.flavor_id,
+      zone: 'local',
+      uuids: [...opsIds, ...vmIds, ...jobIds, choice.image_id, choice.flavor_id],
+    };
   });
 
   afterAll(async () => {
-    console.log(`hostile input: ${stats.requests} requests; statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort(([a], [b]) => a - b)))}`);
+    console.log(
+      `hostile input: ${stats.requests} requests; statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort(([a], [b]) => a - b)))}`,
+    );
     await hcp?.stop();
     hcp?.removeDataDir();
     await db?.drop();
@@ -267,19 +342,31 @@ describe('hostile input at every route', () => {
   function knownValues(route: Route, param: string): string[] {
     if (param === 'project_id') return [PROJECT, PEEK, FOREIGN];
     const collection = route.path.split('/').at(route.path.split('/').indexOf(`:${param}`) - 1);
-    const first: Record<string, string[]> = { vms: known.vmIds, jobs: known.jobIds, images: [known.imageId], flavors: [known.flavorId], zones: ['local'] };
+    const first: Record<string, string[]> = {
+      vms: known.vmIds,
+      jobs: known.jobIds,
+      images: [known.imageId],
+      flavors: [known.flavorId],
+      zones: ['local'],
+    };
     const all = [...known.vmIds, ...known.jobIds, known.imageId, known.flavorId, ...known.opsIds, 'local'];
     const preferred = first[collection ?? ''] ?? (known.opsIds.length > 0 ? known.opsIds : all);
     return [...new Set([...preferred, ...all])];
   }
 
   /** Each of the route's parameters, hostile or real. */
-  const hostileParams = (route: Route) => fc.tuple(...route.params.map((p) => pathParamArb(knownValues(route, p)))) as unknown as fc.Arbitrary<PathParam[]>;
+  const hostileParams = (route: Route) =>
+    fc.tuple(...route.params.map((p) => pathParamArb(knownValues(route, p)))) as unknown as fc.Arbitrary<PathParam[]>;
   /** Each of the route's parameters with a real value, mostly the first (the owner's project, a live VM). */
   const realParams = (route: Route) =>
     fc.tuple(
       ...route.params.map((p) =>
-        fc.oneof({ weight: 4, arbitrary: fc.constant(knownValues(route, p)[0]) }, { weight: 1, arbitrary: fc.constantFrom(...knownValues(route, p)) }).map((value): PathParam => ({ value, encoding: 'encoded' })),
+        fc
+          .oneof(
+            { weight: 4, arbitrary: fc.constant(knownValues(route, p)[0]) },
+            { weight: 1, arbitrary: fc.constantFrom(...knownValues(route, p)) },
+          )
+          .map((value): PathParam => ({ value, encoding: 'encoded' })),
       ),
     ) as unknown as fc.Arbitrary<PathParam[]>;
 
@@ -323,7 +410,8 @@ describe('hostile input at every route', () => {
     const set = (name: string, value: Text | undefined) => {
       if (value === undefined) return;
       const text = textOf(value);
-      if (!SENDABLE_HEADER_VALUE.test(text)) throw new Error(`test bug: unsendable ${name} header ${JSON.stringify(text)}`);
+      if (!SENDABLE_HEADER_VALUE.test(text))
+        throw new Error(`test bug: unsendable ${name} header ${JSON.stringify(text)}`);
       headers[name] = text;
     };
     for (const [name, value] of probe.headers.extra ?? []) set(name, value);
@@ -346,10 +434,18 @@ describe('hostile input at every route', () => {
   async function send(sent: Sent): Promise<Answer> {
     let res: Response;
     try {
-      res = await fetch(sent.url, { method: sent.method, headers: sent.headers, body: sent.body, redirect: 'manual', signal: AbortSignal.timeout(30_000) });
+      res = await fetch(sent.url, {
+        method: sent.method,
+        headers: sent.headers,
+        body: sent.body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(30_000),
+      });
     } catch (err) {
       const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
-      throw new Error(`no answer to ${describeSent(sent)}: ${String(err)} ${cause}\nHCP log tail:\n${hcp.logs.slice(-3000)}`);
+      throw new Error(
+        `no answer to ${describeSent(sent)}: ${String(err)} ${cause}\nHCP log tail:\n${hcp.logs.slice(-3000)}`,
+      );
     }
     const answer = { status: res.status, headers: res.headers, text: await res.text() };
     stats.requests += 1;
@@ -366,9 +462,11 @@ describe('hostile input at every route', () => {
 
     const requestId = headers.get('x-request-id');
     if (!requestId) problems.push('no X-Request-Id header');
-    else if (!/^[\x21-\x7e]{1,256}$/.test(requestId)) problems.push(`X-Request-Id ${JSON.stringify(requestId)} is not a plain token`);
+    else if (!/^[\x21-\x7e]{1,256}$/.test(requestId))
+      problems.push(`X-Request-Id ${JSON.stringify(requestId)} is not a plain token`);
     const given = sent.headers['x-request-id'];
-    if (given !== undefined && /^[A-Za-z0-9-]{8,64}$/.test(given) && requestId !== given) problems.push(`X-Request-Id ${JSON.stringify(given)} was not echoed (got ${JSON.stringify(requestId)})`);
+    if (given !== undefined && /^[A-Za-z0-9-]{8,64}$/.test(given) && requestId !== given)
+      problems.push(`X-Request-Id ${JSON.stringify(given)} was not echoed (got ${JSON.stringify(requestId)})`);
 
     if (headers.get('x-content-type-options') !== 'nosniff') problems.push('no X-Content-Type-Options: nosniff');
     const contentType = headers.get('content-type') ?? '';
@@ -379,7 +477,8 @@ describe('hostile input at every route', () => {
         : route.key === 'GET /console/:session_id' && status === 200
           ? /^text\/html\s*(?:;|$)/i
           : /^application\/json\s*(?:;|$)/i;
-    if (text.length > 0 && !expected.test(contentType)) problems.push(`content-type ${JSON.stringify(contentType)} for a body`);
+    if (text.length > 0 && !expected.test(contentType))
+      problems.push(`content-type ${JSON.stringify(contentType)} for a body`);
 
     if (status >= 400) problems.push(...envelopeProblems(status, text, requestId));
 
@@ -402,25 +501,40 @@ describe('hostile input at every route', () => {
       return [`error body is not JSON: ${JSON.stringify(text.slice(0, 200))}`];
     }
     const problems: string[] = [];
-    const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-    if (!isObject(body) || Object.keys(body).join() !== 'error' || !isObject(body.error)) return [`error body is not { error: {...} }`];
+    const isObject = (v: unknown): v is Record<string, unknown> =>
+      typeof v === 'object' && v !== null && !Array.isArray(v);
+    if (!isObject(body) || Object.keys(body).join() !== 'error' || !isObject(body.error))
+      return [`error body is not { error: {...} }`];
     const error = body.error;
     const extra = Object.keys(error).filter((k) => !['code', 'message', 'trace_id', 'details'].includes(k));
     if (extra.length) problems.push(`error has fields outside the envelope: ${extra.join(', ')}`);
-    if (typeof error.code !== 'string' || !(error.code in TAXONOMY)) problems.push(`error.code ${JSON.stringify(error.code)} is not in API.md's table`);
-    else if (TAXONOMY[error.code] !== status) problems.push(`error.code ${error.code} maps to ${TAXONOMY[error.code]}, answered with ${status}`);
-    if (typeof error.message !== 'string' || error.message.length === 0) problems.push('error.message is not a non-empty string');
-    if (typeof error.trace_id !== 'string' || error.trace_id.length === 0) problems.push('error.trace_id is not a non-empty string');
-    else if (error.trace_id !== requestId) problems.push(`error.trace_id ${JSON.stringify(error.trace_id)} differs from X-Request-Id ${JSON.stringify(requestId)}`);
+    if (typeof error.code !== 'string' || !(error.code in TAXONOMY))
+      problems.push(`error.code ${JSON.stringify(error.code)} is not in API.md's table`);
+    else if (TAXONOMY[error.code] !== status)
+      problems.push(`error.code ${error.code} maps to ${TAXONOMY[error.code]}, answered with ${status}`);
+    if (typeof error.message !== 'string' || error.message.length === 0)
+      problems.push('error.message is not a non-empty string');
+    if (typeof error.trace_id !== 'string' || error.trace_id.length === 0)
+      problems.push('error.trace_id is not a non-empty string');
+    else if (error.trace_id !== requestId)
+      problems.push(
+        `error.trace_id ${JSON.stringify(error.trace_id)} differs from X-Request-Id ${JSON.stringify(requestId)}`,
+      );
     if ('details' in error && !isObject(error.details)) problems.push('error.details is not an object');
     return problems;
   }
 
   function describeSent(sent: Sent): string {
     const headers = Object.entries(sent.headers)
-      .map(([k, v]) => `${k}: ${k === 'authorization' ? v.replace(/([A-Za-z0-9_-]{12})[A-Za-z0-9_.-]{20,}/, '$1…') : clip(v, 120)}`)
+      .map(
+        ([k, v]) =>
+          `${k}: ${k === 'authorization' ? v.replace(/([A-Za-z0-9_-]{12})[A-Za-z0-9_.-]{20,}/, '$1…') : clip(v, 120)}`,
+      )
       .join('\n  ');
-    const body = sent.body === undefined ? '' : `\n  body (${sent.body.length} ${typeof sent.body === 'string' ? 'chars' : 'bytes'}): ${clip(typeof sent.body === 'string' ? sent.body : Buffer.from(sent.body).toString('latin1'), 300)}`;
+    const body =
+      sent.body === undefined
+        ? ''
+        : `\n  body (${sent.body.length} ${typeof sent.body === 'string' ? 'chars' : 'bytes'}): ${clip(typeof sent.body === 'string' ? sent.body : Buffer.from(sent.body).toString('latin1'), 300)}`;
     return `${sent.method} ${clip(sent.url, 400)}\n  ${headers}${body}`;
   }
 
@@ -432,7 +546,11 @@ describe('hostile input at every route', () => {
       try {
         const entry = JSON.parse(line) as { msg?: string; err?: { type?: string; message?: string; stack?: string } };
         // Not indented `at ...` lines: Jest would take them for this error's own stack.
-        const frames = (entry.err?.stack ?? '').split('\n').filter((f) => /^\s+at /.test(f)).slice(0, 4).map((f) => `<- ${f.trim().replace(/^at /, '')}`);
+        const frames = (entry.err?.stack ?? '')
+          .split('\n')
+          .filter((f) => /^\s+at /.test(f))
+          .slice(0, 4)
+          .map((f) => `<- ${f.trim().replace(/^at /, '')}`);
         return `${entry.msg ?? ''}: ${entry.err?.type ?? ''}: ${entry.err?.message ?? ''}${frames.length ? ` ${frames.join(' ')}` : ''}`;
       } catch {
         return clip(line, 600);
@@ -459,25 +577,67 @@ describe('hostile input at every route', () => {
   async function check(family: Family, route: Route, probe: fc.Arbitrary<Probe>): Promise<void> {
     await fc.assert(
       fc.asyncProperty(probe, (p) => probeHolds(route, p)),
-      { seed: seedOf(`${family} ${route.key}`), numRuns: runsOf(family, route), plugins: [fc.interruptAfterTimeLimit(TIME_LIMIT_PER_PROPERTY_MS)] },
+      {
+        seed: seedOf(`${family} ${route.key}`),
+        numRuns: runsOf(family, route),
+        plugins: [fc.interruptAfterTimeLimit(TIME_LIMIT_PER_PROPERTY_MS)],
+      },
     );
   }
 
   describe.each(ROUTES.map((r) => [r.key, r] as const))('%s', (_key, route) => {
     it('survives hostile path parameters and path suffixes', async () => {
-      await check('paths', route, fc.record({ params: hostileParams(route), suffix: pathSuffixArb, auth: mostlyRightful(route), headers: fc.constant({}) }));
+      await check(
+        'paths',
+        route,
+        fc.record({
+          params: hostileParams(route),
+          suffix: pathSuffixArb,
+          auth: mostlyRightful(route),
+          headers: fc.constant({}),
+        }),
+      );
     });
 
     it('survives hostile headers and credentials', async () => {
-      await check('headers', route, fc.record({ params: realParams(route), suffix: fc.constant<PathSuffix>(''), auth: authArb, headers: headerSpecArb }));
+      await check(
+        'headers',
+        route,
+        fc.record({
+          params: realParams(route),
+          suffix: fc.constant<PathSuffix>(''),
+          auth: authArb,
+          headers: headerSpecArb,
+        }),
+      );
     });
 
     it('survives hostile query strings', async () => {
-      await check('queries', route, fc.record({ params: realParams(route), suffix: fc.constant<PathSuffix>(''), query: querySpecArb, auth: mostlyRightful(route), headers: fc.constant({}) }));
+      await check(
+        'queries',
+        route,
+        fc.record({
+          params: realParams(route),
+          suffix: fc.constant<PathSuffix>(''),
+          query: querySpecArb,
+          auth: mostlyRightful(route),
+          headers: fc.constant({}),
+        }),
+      );
     });
 
     it('survives one read parameter (paging, filters) with a hostile value', async () => {
-      await check('query_values', route, fc.record({ params: realParams(route), suffix: fc.constant<PathSuffix>(''), query: twistedQuerySpecArb, auth: fc.constant(rightful(route)), headers: fc.constant({}) }));
+      await check(
+        'query_values',
+        route,
+        fc.record({
+          params: realParams(route),
+          suffix: fc.constant<PathSuffix>(''),
+          query: twistedQuerySpecArb,
+          auth: fc.constant(rightful(route)),
+          headers: fc.constant({}),
+        }),
+      );
     });
 
     it('survives everything at once', async () => {
@@ -485,7 +645,14 @@ describe('hostile input at every route', () => {
         'everything',
         route,
         fc.record(
-          { params: fc.oneof(realParams(route), hostileParams(route)), suffix: pathSuffixArb, query: querySpecArb, auth: authArb, headers: headerSpecArb, body: anyBodyRequestArb(bodyContext) },
+          {
+            params: fc.oneof(realParams(route), hostileParams(route)),
+            suffix: pathSuffixArb,
+            query: querySpecArb,
+            auth: authArb,
+            headers: headerSpecArb,
+            body: anyBodyRequestArb(bodyContext),
+          },
           { requiredKeys: ['params', 'suffix', 'auth', 'headers'] },
         ),
       );
@@ -493,13 +660,22 @@ describe('hostile input at every route', () => {
 
     if (takesBody(route)) {
       /** Mostly without, sometimes with an Idempotency-Key, so that keyed requests meet hostile bodies too. */
-      const keyMaybe = fc.oneof({ weight: 3, arbitrary: fc.constant<HeaderSpec>({}) }, { weight: 1, arbitrary: idempotencyKeyArb.map((idempotencyKey): HeaderSpec => ({ idempotencyKey })) });
+      const keyMaybe = fc.oneof(
+        { weight: 3, arbitrary: fc.constant<HeaderSpec>({}) },
+        { weight: 1, arbitrary: idempotencyKeyArb.map((idempotencyKey): HeaderSpec => ({ idempotencyKey })) },
+      );
 
       it('survives hostile fields in JSON bodies', async () => {
         await check(
           'body_fields',
           route,
-          fc.record({ params: realParams(route), suffix: fc.constant<PathSuffix>(''), auth: mostlyRightful(route), headers: keyMaybe, body: bodyRequestArb(fieldBodySpecArb(bodyContext, focusOf(route)), 'json') }),
+          fc.record({
+            params: realParams(route),
+            suffix: fc.constant<PathSuffix>(''),
+            auth: mostlyRightful(route),
+            headers: keyMaybe,
+            body: bodyRequestArb(fieldBodySpecArb(bodyContext, focusOf(route)), 'json'),
+          }),
         );
       });
 
@@ -507,7 +683,13 @@ describe('hostile input at every route', () => {
         await check(
           'body_shapes',
           route,
-          fc.record({ params: realParams(route), suffix: fc.constant<PathSuffix>(''), auth: mostlyRightful(route), headers: keyMaybe, body: bodyRequestArb(shapeBodySpecArb, 'any') }),
+          fc.record({
+            params: realParams(route),
+            suffix: fc.constant<PathSuffix>(''),
+            auth: mostlyRightful(route),
+            headers: keyMaybe,
+            body: bodyRequestArb(shapeBodySpecArb, 'any'),
+          }),
         );
       });
     }
@@ -519,7 +701,11 @@ function clip(text: string, max: number): string {
 }
 
 function requestHeadSize(sent: Sent): number {
-  return new URL(sent.url).href.length + Object.entries(sent.headers).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v, 'latin1') + 4, 0) + 200;
+  return (
+    new URL(sent.url).href.length +
+    Object.entries(sent.headers).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v, 'latin1') + 4, 0) +
+    200
+  );
 }
 
 /** A stable 31-bit seed per property name (FNV-1a), so every run replays the same inputs. */

@@ -25,7 +25,11 @@ describe('Idempotency-Key', () => {
 
   const createBody = (name: string) => ({ name, zone: 'local', ...choice });
   const countCreates = async (name: string) =>
-    (await queryDatabase(db.url, `SELECT 1 FROM hcp_events WHERE type = 'VmCreateRequested' AND data->>'name' = $1`, [name])).length;
+    (
+      await queryDatabase(db.url, `SELECT 1 FROM hcp_events WHERE type = 'VmCreateRequested' AND data->>'name' = $1`, [
+        name,
+      ])
+    ).length;
 
   it('answers a repeated request with the first answer and runs it once', async () => {
     const headers = { 'idempotency-key': 'create-web-1' };
@@ -50,7 +54,9 @@ describe('Idempotency-Key', () => {
 
   it('creates exactly one VM and one job from 50 concurrent requests with one key', async () => {
     const headers = { 'idempotency-key': 'stampede' };
-    const answers = await Promise.all(Array.from({ length: 50 }, () => api.post('/v1/projects/idem/vms', createBody('stampede'), headers)));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => api.post('/v1/projects/idem/vms', createBody('stampede'), headers)),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(50).fill(202));
     expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1);
     expect(await countCreates('stampede')).toBe(1);
@@ -73,13 +79,29 @@ describe('Idempotency-Key', () => {
   it('replays a delete instead of refusing the second one', async () => {
     const created = await api.post('/v1/projects/idem/vms', createBody('to-delete'));
     await jobFinished(api, 'idem', created.body.job_id);
-    await eventually(async () => ((await api.get(`/v1/projects/idem/vms/${created.body.resource_id}`)).body.status === 'running' ? true : undefined), 'running');
+    await eventually(
+      async () =>
+        (await api.get(`/v1/projects/idem/vms/${created.body.resource_id}`)).body.status === 'running'
+          ? true
+          : undefined,
+      'running',
+    );
     // The simulator cannot remove the VM while the test holds it, so the delete stays in progress and the
     // VM `deleting` for every request below (at this latency the delete job would otherwise be over in ms).
     await whileSimulatorHoldsVm(db.url, created.body.resource_id, async () => {
       const headers = { 'idempotency-key': 'delete-once' };
-      const first = await api.request('DELETE', `/v1/projects/idem/vms/${created.body.resource_id}`, undefined, headers);
-      const second = await api.request('DELETE', `/v1/projects/idem/vms/${created.body.resource_id}`, undefined, headers);
+      const first = await api.request(
+        'DELETE',
+        `/v1/projects/idem/vms/${created.body.resource_id}`,
+        undefined,
+        headers,
+      );
+      const second = await api.request(
+        'DELETE',
+        `/v1/projects/idem/vms/${created.body.resource_id}`,
+        undefined,
+        headers,
+      );
       expect(first.status).toBe(202);
       expect(second.status).toBe(202);
       expect(second.body).toEqual(first.body);

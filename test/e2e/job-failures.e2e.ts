@@ -40,14 +40,22 @@ describe('job failures', () => {
     const vmId = await runningVm('flaky-1');
     const res = await api.post(`/v1/projects/f/vms/${vmId}/actions/reboot`, {});
     const job = await jobFinished(api, 'f', res.body.job_id);
-    expect(job).toMatchObject({ status: 'failed', attempts: 3, error: { code: 'PROVIDER_UNAVAILABLE', retryable: true } });
+    expect(job).toMatchObject({
+      status: 'failed',
+      attempts: 3,
+      error: { code: 'PROVIDER_UNAVAILABLE', retryable: true },
+    });
     expect(typeof job.error.message).toBe('string');
     const vm = await eventually(async () => {
       const v = (await api.get(`/v1/projects/f/vms/${vmId}`)).body;
       return v.last_job_id === res.body.job_id && v.status === 'running' ? v : undefined;
     }, 'VM back to running');
     expect(vm.status).toBe('running');
-    const history = await queryDatabase<{ type: string }>(db.url, 'SELECT type FROM hcp_events WHERE stream_id = $1 ORDER BY revision', [`job-${res.body.job_id}`]);
+    const history = await queryDatabase<{ type: string }>(
+      db.url,
+      'SELECT type FROM hcp_events WHERE stream_id = $1 ORDER BY revision',
+      [`job-${res.body.job_id}`],
+    );
     expect(history.map((e) => e.type)).toEqual([
       'JobQueued',
       'JobStarted',

@@ -15,7 +15,10 @@ describe('ops plane', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0', LOG_LEVEL: 'debug' } });
+    hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: { HCP_SIMULATOR_LATENCY_SCALE: '0', LOG_LEVEL: 'debug' },
+    });
     infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
     ops = new ApiClient(hcp.baseUrl, hcp.token('otto', {}, ['cloud-operator']));
     tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
@@ -28,9 +31,19 @@ describe('ops plane', () => {
   });
 
   it('registers a provider with write-only credentials and checks it at once', async () => {
-    const res = await infra.post('/v1/ops/providers', { name: 'lab-sim', type: 'simulator', credentials: { user: 'root@pam', password: MARKER }, settings: { latency_scale: 0 } });
+    const res = await infra.post('/v1/ops/providers', {
+      name: 'lab-sim',
+      type: 'simulator',
+      credentials: { user: 'root@pam', password: MARKER },
+      settings: { latency_scale: 0 },
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ name: 'lab-sim', type: 'simulator', credentials_set: true, health: { status: 'healthy' } });
+    expect(res.body).toMatchObject({
+      name: 'lab-sim',
+      type: 'simulator',
+      credentials_set: true,
+      health: { status: 'healthy' },
+    });
     expect(JSON.stringify(res.body)).not.toContain(MARKER);
     ids.provider = res.body.id;
     expect((await infra.post(`/v1/ops/providers/${ids.provider}/check`)).body.status).toBe('healthy');
@@ -39,7 +52,11 @@ describe('ops plane', () => {
   });
 
   it('refuses provider types without a driver in this release', async () => {
-    const res = await infra.post('/v1/ops/providers', { name: 'vc', type: 'vsphere', endpoint: 'https://vcenter.example.test' });
+    const res = await infra.post('/v1/ops/providers', {
+      name: 'vc',
+      type: 'vsphere',
+      endpoint: 'https://vcenter.example.test',
+    });
     expect([res.status, res.body.error.code]).toEqual([422, 'FEATURE_NOT_SUPPORTED']);
   });
 
@@ -49,14 +66,42 @@ describe('ops plane', () => {
       expect(res.status).toBe(201);
       return res.body.id as string;
     };
-    ids.big = await cluster('big', { capacity: { vcpus: 64, ram_mb: 262144, disk_gb: 10000 }, placement_hints: { pool: 'gold' } });
+    ids.big = await cluster('big', {
+      capacity: { vcpus: 64, ram_mb: 262144, disk_gb: 10000 },
+      placement_hints: { pool: 'gold' },
+    });
     ids.small = await cluster('small', { capacity: { vcpus: 4, ram_mb: 8192, disk_gb: 200 } });
     ids.noReboot = await cluster('no-reboot', { capabilities: { reboot: false } });
-    expect((await ops.post('/v1/ops/zones', { id: 'eu-1', name: 'EU 1', cluster_ids: [ids.big, ids.small], policy: 'spread' })).status).toBe(201);
-    expect((await ops.post('/v1/ops/zones', { id: 'eu-pack', name: 'EU pack', cluster_ids: [ids.big, ids.small], policy: 'pack' })).status).toBe(201);
-    expect((await ops.post('/v1/ops/zones', { id: 'legacy', name: 'Legacy', cluster_ids: [ids.noReboot], policy: 'spread' })).status).toBe(201);
+    expect(
+      (
+        await ops.post('/v1/ops/zones', {
+          id: 'eu-1',
+          name: 'EU 1',
+          cluster_ids: [ids.big, ids.small],
+          policy: 'spread',
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await ops.post('/v1/ops/zones', {
+          id: 'eu-pack',
+          name: 'EU pack',
+          cluster_ids: [ids.big, ids.small],
+          policy: 'pack',
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await ops.post('/v1/ops/zones', { id: 'legacy', name: 'Legacy', cluster_ids: [ids.noReboot], policy: 'spread' }))
+        .status,
+    ).toBe(201);
     const image = await ops.post('/v1/ops/images', {
-      name: 'alma-9', os: 'linux', min_disk_gb: 10, min_ram_mb: 1024, visibility: 'public',
+      name: 'alma-9',
+      os: 'linux',
+      min_disk_gb: 10,
+      min_ram_mb: 1024,
+      visibility: 'public',
       provider_refs: { [ids.big]: 'tmpl/alma-big', [ids.small]: 'tmpl/alma-small', [ids.noReboot]: 'tmpl/alma-legacy' },
     });
     expect(image.status).toBe(201);
@@ -74,15 +119,31 @@ describe('ops plane', () => {
     expect(JSON.stringify(zones).replace(/"capabilities":\{[^}]*\}/g, '')).not.toMatch(/cluster|provider|tmpl|gold/);
     // Creates are checked against the catalog read model, which got the image and flavor after the zones:
     // wait until tenants see both, or a create below is refused as naming an unknown image or flavor.
-    for (const [kind, id] of [['images', ids.image], ['flavors', ids.flavor]]) {
-      await eventually(async () => ((await tenant.get(`/v1/${kind}`)).body.items.some((x: { id: string }) => x.id === id) ? true : undefined), `${kind} visible to tenants`);
+    for (const [kind, id] of [
+      ['images', ids.image],
+      ['flavors', ids.flavor],
+    ]) {
+      await eventually(
+        async () =>
+          (await tenant.get(`/v1/${kind}`)).body.items.some((x: { id: string }) => x.id === id) ? true : undefined,
+        `${kind} visible to tenants`,
+      );
     }
 
     const place = async (zone: string, name: string) => {
-      const res = await tenant.post('/v1/projects/acme/vms', { name, zone, image_id: ids.image, flavor_id: ids.flavor });
+      const res = await tenant.post('/v1/projects/acme/vms', {
+        name,
+        zone,
+        image_id: ids.image,
+        flavor_id: ids.flavor,
+      });
       expect(res.status).toBe(202);
       expect((await jobFinished(tenant, 'acme', res.body.job_id)).status).toBe('succeeded');
-      const [row] = await queryDatabase<{ cluster_id: string; image_ref: string }>(db.url, 'SELECT cluster_id, image_ref FROM simulator.vms WHERE hcp_id = $1', [res.body.resource_id]);
+      const [row] = await queryDatabase<{ cluster_id: string; image_ref: string }>(
+        db.url,
+        'SELECT cluster_id, image_ref FROM simulator.vms WHERE hcp_id = $1',
+        [res.body.resource_id],
+      );
       return { vm: res.body.resource_id as string, ...row };
     };
     // spread: the cluster with the most free memory; pack: the fullest one that still fits.
@@ -92,40 +153,81 @@ describe('ops plane', () => {
 
   it('resolves each create against the flavor as it is now, also right after it changed', async () => {
     const shop = new ApiClient(hcp.baseUrl, hcp.token('fay', { flv: 'admin' }));
-    const create = (name: string) => shop.post('/v1/projects/flv/vms', { name, zone: 'eu-1', image_id: ids.image, flavor_id: flavor });
+    const create = (name: string) =>
+      shop.post('/v1/projects/flv/vms', { name, zone: 'eu-1', image_id: ids.image, flavor_id: flavor });
     // Not just any refusal of the flavor: an unknown one (the read model has not got it yet) is refused too.
-    const tooSmall = (res: { body: { error?: { code: string; details?: { fields?: Array<{ field: string }>; min_ram_mb?: number } } } }) =>
-      res.body.error?.code === 'INVALID_REQUEST' && res.body.error.details?.fields?.[0]?.field === 'flavor_id' && res.body.error.details.min_ram_mb === 1024;
+    const tooSmall = (res: {
+      body: { error?: { code: string; details?: { fields?: Array<{ field: string }>; min_ram_mb?: number } } };
+    }) =>
+      res.body.error?.code === 'INVALID_REQUEST' &&
+      res.body.error.details?.fields?.[0]?.field === 'flavor_id' &&
+      res.body.error.details.min_ram_mb === 1024;
     // Smaller than the image needs (alma-9 wants 1,024 MB): refused, and the catalog read for it is now remembered.
     const made = await ops.post('/v1/ops/flavors', { name: 'shrinking', vcpus: 1, ram_mb: 512, disk_gb: 20 });
     expect(made.status).toBe(201);
     const flavor = made.body.id as string;
-    await eventually(async () => (tooSmall(await create('early')) ? true : undefined), 'the new flavor refused as too small');
+    await eventually(
+      async () => (tooSmall(await create('early')) ? true : undefined),
+      'the new flavor refused as too small',
+    );
 
     expect((await ops.patch(`/v1/ops/flavors/${flavor}`, { ram_mb: 2048 })).status).toBe(200);
-    await eventually(async () => ((await create(`grown-${Date.now()}`)).status === 202 ? true : undefined), 'the grown flavor accepted', 5000);
+    await eventually(
+      async () => ((await create(`grown-${Date.now()}`)).status === 202 ? true : undefined),
+      'the grown flavor accepted',
+      5000,
+    );
 
     expect((await ops.patch(`/v1/ops/flavors/${flavor}`, { ram_mb: 512 })).status).toBe(200);
-    await eventually(async () => (tooSmall(await create('shrunk')) ? true : undefined), 'the shrunk flavor refused again', 5000);
+    await eventually(
+      async () => (tooSmall(await create('shrunk')) ? true : undefined),
+      'the shrunk flavor refused again',
+      5000,
+    );
   });
 
   it('refuses what the zone cannot do with FEATURE_NOT_SUPPORTED naming the capability', async () => {
-    const res = await tenant.post('/v1/projects/acme/vms', { name: 'old-1', zone: 'legacy', image_id: ids.image, flavor_id: ids.flavor });
+    const res = await tenant.post('/v1/projects/acme/vms', {
+      name: 'old-1',
+      zone: 'legacy',
+      image_id: ids.image,
+      flavor_id: ids.flavor,
+    });
     await jobFinished(tenant, 'acme', res.body.job_id);
-    await eventually(async () => ((await tenant.get(`/v1/projects/acme/vms/${res.body.resource_id}`)).body.status === 'running' ? true : undefined), 'running');
+    await eventually(
+      async () =>
+        (await tenant.get(`/v1/projects/acme/vms/${res.body.resource_id}`)).body.status === 'running'
+          ? true
+          : undefined,
+      'running',
+    );
     const reboot = await tenant.post(`/v1/projects/acme/vms/${res.body.resource_id}/actions/reboot`, {});
     expect(reboot.status).toBe(422);
     expect(reboot.body.error).toMatchObject({ code: 'FEATURE_NOT_SUPPORTED', details: { missing: ['reboot'] } });
-    expect((await tenant.post(`/v1/projects/acme/vms/${res.body.resource_id}/actions/stop`, { force: true })).status).toBe(202);
+    expect(
+      (await tenant.post(`/v1/projects/acme/vms/${res.body.resource_id}/actions/stop`, { force: true })).status,
+    ).toBe(202);
   });
 
   it('fails a create at once when no cluster of the zone can take it', async () => {
     expect((await infra.patch(`/v1/ops/clusters/${ids.noReboot}`, { enabled: false })).status).toBe(200);
-    const res = await eventually(async () => {
-      const r = await tenant.post('/v1/projects/acme/vms', { name: 'nowhere', zone: 'legacy', image_id: ids.image, flavor_id: ids.flavor });
-      return r.status === 503 ? r : undefined;
-    }, 'the disabled cluster to be refused', 5000);
-    expect(res.body.error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', details: { zone: 'legacy', reasons: { disabled: 1 } } });
+    const res = await eventually(
+      async () => {
+        const r = await tenant.post('/v1/projects/acme/vms', {
+          name: 'nowhere',
+          zone: 'legacy',
+          image_id: ids.image,
+          flavor_id: ids.flavor,
+        });
+        return r.status === 503 ? r : undefined;
+      },
+      'the disabled cluster to be refused',
+      5000,
+    );
+    expect(res.body.error).toMatchObject({
+      code: 'PROVIDER_UNAVAILABLE',
+      details: { zone: 'legacy', reasons: { disabled: 1 } },
+    });
   });
 
   it('refuses to delete what is in use', async () => {
@@ -148,17 +250,30 @@ describe('ops plane', () => {
   });
 
   it('enforces quotas race-free: 20 concurrent creates against 5 instances accept exactly 5', async () => {
-    const set = await ops.request('PUT', '/v1/ops/projects/quota-race/quotas', { instances: 5, vcpus: 100, ram_mb: 1_000_000, disk_gb: 100_000 });
+    const set = await ops.request('PUT', '/v1/ops/projects/quota-race/quotas', {
+      instances: 5,
+      vcpus: 100,
+      ram_mb: 1_000_000,
+      disk_gb: 100_000,
+    });
     expect(set.status).toBe(200);
     expect(set.body).toMatchObject({ project_id: 'quota-race', limits: { instances: 5 }, usage: { instances: 0 } });
     const racer = new ApiClient(hcp.baseUrl, hcp.token('rita', { 'quota-race': 'admin' }));
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => racer.post('/v1/projects/quota-race/vms', { name: `q-${i}`, zone: 'eu-1', image_id: ids.image, flavor_id: ids.flavor })),
+      Array.from({ length: 20 }, (_, i) =>
+        racer.post('/v1/projects/quota-race/vms', {
+          name: `q-${i}`,
+          zone: 'eu-1',
+          image_id: ids.image,
+          flavor_id: ids.flavor,
+        }),
+      ),
     );
     expect(answers.filter((a) => a.status === 202)).toHaveLength(5);
     const refused = answers.filter((a) => a.status !== 202);
     expect(refused).toHaveLength(15);
-    for (const r of refused) expect(r.body.error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { resource: 'instances', limit: 5 } });
+    for (const r of refused)
+      expect(r.body.error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { resource: 'instances', limit: 5 } });
     const quota = await eventually(async () => {
       const res = await racer.get('/v1/projects/quota-race/quotas');
       return res.body.usage?.instances === 5 ? res.body : undefined;
@@ -168,17 +283,42 @@ describe('ops plane', () => {
     // Deleting a VM gives its share back (from the events, through the quota-release projection).
     const victim = answers.find((a) => a.status === 202)!.body;
     await jobFinished(racer, 'quota-race', victim.job_id);
-    await eventually(async () => ((await racer.get(`/v1/projects/quota-race/vms/${victim.resource_id}`)).body.status === 'running' ? true : undefined), 'running');
+    await eventually(
+      async () =>
+        (await racer.get(`/v1/projects/quota-race/vms/${victim.resource_id}`)).body.status === 'running'
+          ? true
+          : undefined,
+      'running',
+    );
     const del = await racer.delete(`/v1/projects/quota-race/vms/${victim.resource_id}`);
     await jobFinished(racer, 'quota-race', del.body.job_id);
-    await eventually(async () => ((await racer.get('/v1/projects/quota-race/quotas')).body.usage.instances === 4 ? true : undefined), 'usage back to 4');
-    expect((await racer.post('/v1/projects/quota-race/vms', { name: 'q-after', zone: 'eu-1', image_id: ids.image, flavor_id: ids.flavor })).status).toBe(202);
+    await eventually(
+      async () => ((await racer.get('/v1/projects/quota-race/quotas')).body.usage.instances === 4 ? true : undefined),
+      'usage back to 4',
+    );
+    expect(
+      (
+        await racer.post('/v1/projects/quota-race/vms', {
+          name: 'q-after',
+          zone: 'eu-1',
+          image_id: ids.image,
+          flavor_id: ids.flavor,
+        })
+      ).status,
+    ).toBe(202);
   });
 
   it('never lets a credential reach an answer, a log line, an event or a database row in clear', async () => {
-    const updated = await infra.patch(`/v1/ops/providers/${ids.provider}`, { credentials: { user: 'root@pam', password: `${MARKER}-rotated` } });
+    const updated = await infra.patch(`/v1/ops/providers/${ids.provider}`, {
+      credentials: { user: 'root@pam', password: `${MARKER}-rotated` },
+    });
     expect(updated.status).toBe(200);
-    const answers = [updated, await infra.get(`/v1/ops/providers/${ids.provider}`), await infra.get('/v1/ops/providers'), await ops.get('/v1/ops/vms')];
+    const answers = [
+      updated,
+      await infra.get(`/v1/ops/providers/${ids.provider}`),
+      await infra.get('/v1/ops/providers'),
+      await ops.get('/v1/ops/vms'),
+    ];
     for (const res of answers) expect(JSON.stringify(res.body)).not.toContain(MARKER);
     expect(hcp.logs).not.toContain(MARKER);
     const events = await queryDatabase(db.url, `SELECT data::text, metadata::text FROM hcp_events`);

@@ -22,7 +22,10 @@ describe('Proxmox provider end to end', () => {
     const { url, caPem } = await sim.start();
     db = await createTestDatabase();
     // debug: the console test below checks that no log line, however chatty, carries a provider ticket.
-    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', LOG_LEVEL: 'debug' } });
+    hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', LOG_LEVEL: 'debug' },
+    });
     const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin', 'cloud-operator']));
     const token = sim.createToken();
     const provider = await infra.post('/v1/ops/providers', {
@@ -35,16 +38,34 @@ describe('Proxmox provider end to end', () => {
     });
     expect(provider.status).toBe(201);
     expect(provider.body.health.status).toBe('healthy');
-    const cluster = await infra.post('/v1/ops/clusters', { name: 'pve-lab', provider_id: provider.body.id, placement_hints: { nodes: ['pve1', 'pve2'], storage: 'ceph-vm', pool: 'hcp' } });
+    const cluster = await infra.post('/v1/ops/clusters', {
+      name: 'pve-lab',
+      provider_id: provider.body.id,
+      placement_hints: { nodes: ['pve1', 'pve2'], storage: 'ceph-vm', pool: 'hcp' },
+    });
     expect(cluster.status).toBe(201);
     ids.cluster = cluster.body.id;
-    expect((await infra.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' })).status).toBe(201);
-    const image = await infra.post('/v1/ops/images', { name: 'debian-12-pve', os: 'linux', min_disk_gb: 4, min_ram_mb: 512, visibility: 'public', provider_refs: { [ids.cluster]: 'debian-12' } });
+    expect(
+      (await infra.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' }))
+        .status,
+    ).toBe(201);
+    const image = await infra.post('/v1/ops/images', {
+      name: 'debian-12-pve',
+      os: 'linux',
+      min_disk_gb: 4,
+      min_ram_mb: 512,
+      visibility: 'public',
+      provider_refs: { [ids.cluster]: 'debian-12' },
+    });
     ids.image = image.body.id;
     const flavor = await infra.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 2, ram_mb: 2048, disk_gb: 20 });
     ids.flavor = flavor.body.id;
     tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
-    await eventually(async () => ((await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined), 'zone pve');
+    await eventually(
+      async () =>
+        (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
+      'zone pve',
+    );
   });
 
   afterAll(async () => {
@@ -61,7 +82,18 @@ describe('Proxmox provider end to end', () => {
     }, `VM ${status}`);
 
   it('runs the whole lifecycle on Proxmox, which holds exactly the expected VM at each step', async () => {
-    const created = await tenant.post('/v1/projects/acme/vms', { name: 'web-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor, ssh_keys: [SSH_KEY], tags: { env: 'prod' } }, { 'x-request-id': 'trace-pve-create' });
+    const created = await tenant.post(
+      '/v1/projects/acme/vms',
+      {
+        name: 'web-pve',
+        zone: 'pve',
+        image_id: ids.image,
+        flavor_id: ids.flavor,
+        ssh_keys: [SSH_KEY],
+        tags: { env: 'prod' },
+      },
+      { 'x-request-id': 'trace-pve-create' },
+    );
     expect(created.status).toBe(202);
     const vmId = created.body.resource_id;
     expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
@@ -76,9 +108,15 @@ describe('Proxmox provider end to end', () => {
     expect(Math.max(...Object.values(pve.disks))).toBe(20 * 1024 ** 3);
     expect(sim.validationFailures).toEqual([]);
     // The tenant's request id travels with the job into the provider calls it causes.
-    expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/clone')).map((r) => r.request_id)).toEqual(['trace-pve-create']);
+    expect(
+      sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/clone')).map((r) => r.request_id),
+    ).toEqual(['trace-pve-create']);
 
-    for (const [action, expected] of [['stop', 'stopped'], ['start', 'running'], ['reboot', 'running']] as const) {
+    for (const [action, expected] of [
+      ['stop', 'stopped'],
+      ['start', 'running'],
+      ['reboot', 'running'],
+    ] as const) {
       const res = await tenant.post(`/v1/projects/acme/vms/${vmId}/actions/${action}`, { force: false });
       expect(res.status).toBe(202);
       expect((await jobFinished(tenant, 'acme', res.body.job_id)).status).toBe('succeeded');
@@ -93,10 +131,21 @@ describe('Proxmox provider end to end', () => {
   });
 
   it('fails a job with PROVIDER_UNAVAILABLE when Proxmox answers 500, keeping Proxmox details from tenants', async () => {
-    const created = await tenant.post('/v1/projects/acme/vms', { name: 'flaky-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor });
+    const created = await tenant.post('/v1/projects/acme/vms', {
+      name: 'flaky-pve',
+      zone: 'pve',
+      image_id: ids.image,
+      flavor_id: ids.flavor,
+    });
     expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
     await settle(created.body.resource_id, 'running');
-    sim.addFault({ kind: 'error', status: 500, message: 'internal storage error on node pve1', method: 'POST', path: /\/status\/reboot$/ });
+    sim.addFault({
+      kind: 'error',
+      status: 500,
+      message: 'internal storage error on node pve1',
+      method: 'POST',
+      path: /\/status\/reboot$/,
+    });
     const reboot = await tenant.post(`/v1/projects/acme/vms/${created.body.resource_id}/actions/reboot`, {});
     const job = await jobFinished(tenant, 'acme', reboot.body.job_id);
     expect(job).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'PROVIDER_UNAVAILABLE' } });
@@ -105,7 +154,12 @@ describe('Proxmox provider end to end', () => {
   });
 
   it('relays a Proxmox VM console through HCP (vncproxy + vncwebsocket), the provider ticket never leaving HCP', async () => {
-    const created = await tenant.post('/v1/projects/acme/vms', { name: 'console-pve', zone: 'pve', image_id: ids.image, flavor_id: ids.flavor });
+    const created = await tenant.post('/v1/projects/acme/vms', {
+      name: 'console-pve',
+      zone: 'pve',
+      image_id: ids.image,
+      flavor_id: ids.flavor,
+    });
     expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
     const vmId = created.body.resource_id;
     await settle(vmId, 'running');
@@ -123,12 +177,21 @@ describe('Proxmox provider end to end', () => {
     answers.push(reused.body);
     client.ws.close();
     await client.closed;
-    await eventually(async () => (sim.openConsoleConnections(pve.vmid) === 0 ? true : undefined), 'the Proxmox console closed');
+    await eventually(
+      async () => (sim.openConsoleConnections(pve.vmid) === 0 ? true : undefined),
+      'the Proxmox console closed',
+    );
 
     // A refusal from Proxmox itself (the VM stopped behind HCP's back) reaches the tenant without Proxmox's words.
     const second = await tenant.post(`/v1/projects/acme/vms/${vmId}/console`, { type: 'vnc' });
     answers.push(second.body);
-    sim.addFault({ kind: 'error', status: 500, message: `VM ${pve.vmid} not running`, method: 'POST', path: /\/vncproxy$/ });
+    sim.addFault({
+      kind: 'error',
+      status: 500,
+      message: `VM ${pve.vmid} not running`,
+      method: 'POST',
+      path: /\/vncproxy$/,
+    });
     const refused = await refusedUpgrade(second.body.url, second.body.token);
     answers.push(refused.body);
     expect(refused.status).toBeGreaterThanOrEqual(400);

@@ -11,7 +11,11 @@ describe('security boundary', () => {
     db = await createTestDatabase();
     hcp = await HcpProcess.start({
       databaseUrl: db.url,
-      env: { HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '8', HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '12', HCP_SIMULATOR_LATENCY_SCALE: '0' },
+      env: {
+        HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '8',
+        HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '12',
+        HCP_SIMULATOR_LATENCY_SCALE: '0',
+      },
     });
   });
 
@@ -23,7 +27,11 @@ describe('security boundary', () => {
 
   it('sends security headers on answers and errors, and no stack traces', async () => {
     const api = new ApiClient(hcp.baseUrl, hcp.token('hdr', { h: 'viewer' }));
-    for (const res of [await api.get('/v1/projects/h/vms'), await api.get('/v1/projects/h/vms/not-a-uuid'), await api.as(undefined).get('/health/live')]) {
+    for (const res of [
+      await api.get('/v1/projects/h/vms'),
+      await api.get('/v1/projects/h/vms/not-a-uuid'),
+      await api.as(undefined).get('/health/live'),
+    ]) {
       expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
@@ -70,12 +78,20 @@ describe('security boundary', () => {
     expect(refused.body.error.message).toMatch(/X-Break-Glass-Reason/);
     const allowed = await glass.get('/v1/projects/bg/vms', { 'x-break-glass-reason': 'INC-1234 tenant locked out' });
     expect(allowed.status).toBe(200);
-    const created = await glass.post('/v1/projects/bg/vms', { name: 'rescue', zone: 'local', ...(await seededChoice(new ApiClient(hcp.baseUrl, hcp.token('t', { bg: 'viewer' })))) }, { 'x-break-glass-reason': 'INC-1234 restore' });
-    expect(created.status).toBe(202);
-    const uses = await queryDatabase<{ data: { actor: string; reason: string; method: string; project_id: string }; metadata: { trace_id: string } }>(
-      db.url,
-      `SELECT data, metadata FROM hcp_events WHERE type = 'BreakGlassUsed' ORDER BY position`,
+    const created = await glass.post(
+      '/v1/projects/bg/vms',
+      {
+        name: 'rescue',
+        zone: 'local',
+        ...(await seededChoice(new ApiClient(hcp.baseUrl, hcp.token('t', { bg: 'viewer' })))),
+      },
+      { 'x-break-glass-reason': 'INC-1234 restore' },
     );
+    expect(created.status).toBe(202);
+    const uses = await queryDatabase<{
+      data: { actor: string; reason: string; method: string; project_id: string };
+      metadata: { trace_id: string };
+    }>(db.url, `SELECT data, metadata FROM hcp_events WHERE type = 'BreakGlassUsed' ORDER BY position`);
     expect(uses.map((u) => [u.data.actor, u.data.method, u.data.project_id, u.data.reason])).toEqual([
       ['bea', 'GET', 'bg', 'INC-1234 tenant locked out'],
       ['bea', 'POST', 'bg', 'INC-1234 restore'],

@@ -31,13 +31,22 @@ describe('VM lifecycle over HTTP', () => {
   }
 
   it('creates a VM and drives it through stop, start, reboot and delete, each as a tracked job', async () => {
-    const created = await create('web-1', { tags: { env: 'dev' }, ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOa alice@laptop'] });
+    const created = await create('web-1', {
+      tags: { env: 'dev' },
+      ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOa alice@laptop'],
+    });
     expect(created.body).toEqual({ resource_id: expect.any(String), job_id: expect.any(String) });
     expect(created.headers.get('location')).toBe(`/v1/projects/demo/jobs/${created.body.job_id}`);
     const vmId = created.body.resource_id;
 
     const createJob = await jobFinished(api, 'demo', created.body.job_id);
-    expect(createJob).toMatchObject({ type: 'vm.create', status: 'succeeded', resource_id: vmId, attempts: 1, error: null });
+    expect(createJob).toMatchObject({
+      type: 'vm.create',
+      status: 'succeeded',
+      resource_id: vmId,
+      attempts: 1,
+      error: null,
+    });
     expect(createJob.trace_id).toBe(created.headers.get('x-request-id'));
     expect(Date.parse(createJob.finished_at)).toBeGreaterThanOrEqual(Date.parse(createJob.started_at));
 
@@ -45,7 +54,13 @@ describe('VM lifecycle over HTTP', () => {
       const vm = (await api.get(`/v1/projects/demo/vms/${vmId}`)).body;
       return vm.status === 'running' ? vm : undefined;
     }, 'VM running');
-    expect(running).toMatchObject({ name: 'web-1', zone: 'local', desired_state: 'running', tags: { env: 'dev' }, last_job_id: created.body.job_id });
+    expect(running).toMatchObject({
+      name: 'web-1',
+      zone: 'local',
+      desired_state: 'running',
+      tags: { env: 'dev' },
+      last_job_id: created.body.job_id,
+    });
     expect(running.addresses).toEqual([{ type: 'ipv4', address: expect.stringMatching(/^10\./), nic: 'net0' }]);
 
     for (const [action, body, expected] of [
@@ -67,15 +82,27 @@ describe('VM lifecycle over HTTP', () => {
 
     const deleted = await api.delete(`/v1/projects/demo/vms/${vmId}`);
     expect(deleted.status).toBe(202);
-    expect(await jobFinished(api, 'demo', deleted.body.job_id)).toMatchObject({ type: 'vm.delete', status: 'succeeded' });
-    await eventually(async () => ((await api.get(`/v1/projects/demo/vms/${vmId}`)).body.status === 'deleted' ? true : undefined), 'VM deleted');
+    expect(await jobFinished(api, 'demo', deleted.body.job_id)).toMatchObject({
+      type: 'vm.delete',
+      status: 'succeeded',
+    });
+    await eventually(
+      async () => ((await api.get(`/v1/projects/demo/vms/${vmId}`)).body.status === 'deleted' ? true : undefined),
+      'VM deleted',
+    );
 
     // The simulator (the "hypervisor") no longer has it, and it is gone from the default list.
     expect(await queryDatabase(db.url, 'SELECT 1 FROM simulator.vms WHERE hcp_id = $1', [vmId])).toHaveLength(0);
     const list = await api.get('/v1/projects/demo/vms?name=web-1');
     expect(list.body.items).toHaveLength(0);
     const jobs = await api.get(`/v1/projects/demo/jobs?resource_id=${vmId}`);
-    expect(jobs.body.items.map((j: { type: string }) => j.type)).toEqual(['vm.delete', 'vm.reboot', 'vm.start', 'vm.stop', 'vm.create']);
+    expect(jobs.body.items.map((j: { type: string }) => j.type)).toEqual([
+      'vm.delete',
+      'vm.reboot',
+      'vm.start',
+      'vm.stop',
+      'vm.create',
+    ]);
   });
 
   it('creates a VM powered off when power_on is false', async () => {
@@ -103,7 +130,12 @@ describe('VM lifecycle over HTTP', () => {
   it('lists with filters and pages with an opaque cursor', async () => {
     const api2 = api.as(hcp.token('bob', { lister: 'admin' }));
     for (let i = 0; i < 5; i++) {
-      const res = await api2.post('/v1/projects/lister/vms', { name: `node-${i}`, zone: 'local', ...choice, tags: { tier: i % 2 ? 'odd' : 'even' } });
+      const res = await api2.post('/v1/projects/lister/vms', {
+        name: `node-${i}`,
+        zone: 'local',
+        ...choice,
+        tags: { tier: i % 2 ? 'odd' : 'even' },
+      });
       expect(res.status).toBe(202);
     }
     const all = await eventually(async () => {
@@ -115,9 +147,8 @@ describe('VM lifecycle over HTTP', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { status: number; body: { items: Array<{ name: string }>; next_cursor: string | null } } = await api2.get(
-        `/v1/projects/lister/vms?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
-      );
+      const page: { status: number; body: { items: Array<{ name: string }>; next_cursor: string | null } } =
+        await api2.get(`/v1/projects/lister/vms?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
       expect(page.status).toBe(200);
       expect(page.body.items.length).toBeLessThanOrEqual(2);
       seen.push(...page.body.items.map((v) => v.name));
@@ -157,7 +188,13 @@ describe('VM lifecycle over HTTP', () => {
     const res = await api.as(undefined).get('/openapi.json');
     expect(res.status).toBe(200);
     expect(res.body.openapi).toMatch(/^3\./);
-    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/v1/projects/{project_id}/vms', '/v1/projects/{project_id}/vms/{vm_id}/actions/stop', '/v1/projects/{project_id}/jobs/{job_id}']));
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/projects/{project_id}/vms',
+        '/v1/projects/{project_id}/vms/{vm_id}/actions/stop',
+        '/v1/projects/{project_id}/jobs/{job_id}',
+      ]),
+    );
     // Bodies are described by the same rules the validation enforces, and every reference resolves.
     const create = res.body.components.schemas.CreateVmDto;
     expect(create.required).toEqual(expect.arrayContaining(['name', 'zone', 'image_id', 'flavor_id']));
@@ -168,11 +205,17 @@ describe('VM lifecycle over HTTP', () => {
 
   it('is not ready while the schema is not the one this release expects', async () => {
     expect((await api.get('/health/ready')).status).toBe(200);
-    await queryDatabase(db.url, `INSERT INTO schema_migrations (timestamp, name) VALUES (9999999999999, 'FromTheFuture9999999999999')`);
+    await queryDatabase(
+      db.url,
+      `INSERT INTO schema_migrations (timestamp, name) VALUES (9999999999999, 'FromTheFuture9999999999999')`,
+    );
     try {
       const res = await api.get('/health/ready');
       expect(res.status).toBe(503);
-      expect(res.body.checks.schema).toEqual({ status: 'failing', reason: 'unknown_migrations: FromTheFuture9999999999999' });
+      expect(res.body.checks.schema).toEqual({
+        status: 'failing',
+        reason: 'unknown_migrations: FromTheFuture9999999999999',
+      });
       expect(res.body.checks.database).toEqual({ status: 'ok' });
       expect(JSON.stringify(res.body)).not.toContain(db.url);
       expect((await api.get('/health/live')).status).toBe(200);
@@ -185,13 +228,22 @@ describe('VM lifecycle over HTTP', () => {
   it('exposes Prometheus metrics that move as requests and jobs run', async () => {
     const scrape = async () => (await fetch(`${hcp.baseUrl}/metrics`)).text();
     const count = (text: string, pattern: RegExp) => Number(text.match(pattern)?.[1] ?? 0);
-    const jobsBefore = count(await scrape(), /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/);
+    const jobsBefore = count(
+      await scrape(),
+      /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/,
+    );
     const created = await create('metered-1');
     await jobFinished(api, 'demo', created.body.job_id);
     const text = await scrape();
-    expect(text).toMatch(/hcp_http_request_duration_seconds_count\{method="POST",route="\/v1\/projects\/:project_id\/vms",status="202"\} \d+/);
-    expect(count(text, /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/)).toBe(jobsBefore + 1);
-    expect(text).toMatch(/hcp_provider_call_duration_seconds_count\{provider="simulator",operation="create",outcome="ok"\} \d+/);
+    expect(text).toMatch(
+      /hcp_http_request_duration_seconds_count\{method="POST",route="\/v1\/projects\/:project_id\/vms",status="202"\} \d+/,
+    );
+    expect(
+      count(text, /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/),
+    ).toBe(jobsBefore + 1);
+    expect(text).toMatch(
+      /hcp_provider_call_duration_seconds_count\{provider="simulator",operation="create",outcome="ok"\} \d+/,
+    );
     expect(text).toMatch(/process_resident_memory_bytes \d+/);
     expect(text.split('\n').filter((l) => /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}/.test(l))).toEqual([]);
   });

@@ -7,7 +7,8 @@ import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, TestDatabase } from '../support/test-database';
 
 /** Debian's `chromium` (`.ci/run` installs it); HCP_CHROMIUM_PATH points elsewhere. */
-const CHROMIUM = process.env.HCP_CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+const CHROMIUM =
+  process.env.HCP_CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const ARTIFACTS = path.join(__dirname, '..', 'artifacts');
 
 // Without a browser a developer's run skips this file; CI never does (.ci/run installs chromium).
@@ -25,16 +26,27 @@ describeWithBrowser('webconsole in a browser', () => {
   let vmId: string;
 
   beforeAll(async () => {
-    if (!CHROMIUM) throw new Error('no Chromium found: install Debian\'s chromium or set HCP_CHROMIUM_PATH');
+    if (!CHROMIUM) throw new Error("no Chromium found: install Debian's chromium or set HCP_CHROMIUM_PATH");
     db = await createTestDatabase();
     hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0' } });
     tenant = new ApiClient(hcp.baseUrl, hcp.token('wendy', { web: 'admin' }));
-    const created = await tenant.post('/v1/projects/web/vms', { name: 'browser-vm', zone: 'local', ...(await seededChoice(tenant)) });
+    const created = await tenant.post('/v1/projects/web/vms', {
+      name: 'browser-vm',
+      zone: 'local',
+      ...(await seededChoice(tenant)),
+    });
     expect((await jobFinished(tenant, 'web', created.body.job_id)).status).toBe('succeeded');
     vmId = created.body.resource_id;
-    await eventually(async () => ((await tenant.get(`/v1/projects/web/vms/${vmId}`)).body.status === 'running' ? true : undefined), 'VM running');
+    await eventually(
+      async () => ((await tenant.get(`/v1/projects/web/vms/${vmId}`)).body.status === 'running' ? true : undefined),
+      'VM running',
+    );
     // --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-dev-shm-usage'],
+    });
   });
 
   afterAll(async () => {
@@ -60,7 +72,9 @@ describeWithBrowser('webconsole in a browser', () => {
     await page.waitForSelector('#status[data-state="connected"]', { timeout: 20_000 });
     // noVNC draws the first framebuffer update right after connecting.
     // (a string: this project compiles without the DOM's types)
-    await page.waitForFunction("(() => { const c = document.querySelector('#screen canvas'); return c !== null && c.width > 0 && c.height > 0; })()");
+    await page.waitForFunction(
+      "(() => { const c = document.querySelector('#screen canvas'); return c !== null && c.width > 0 && c.height > 0; })()",
+    );
     await page.waitForTimeout(500);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: path.join(ARTIFACTS, 'webconsole.png') });

@@ -23,7 +23,11 @@ export class FakeCatalogResolver implements Pick<CatalogService, 'resolveForCrea
 
   constructor(private readonly catalog: FakeCatalog) {}
 
-  async resolveForCreate(zoneId: string, imageId: string, flavorId: string): Promise<{ resources: VmResources; placement: Placement }> {
+  async resolveForCreate(
+    zoneId: string,
+    imageId: string,
+    flavorId: string,
+  ): Promise<{ resources: VmResources; placement: Placement }> {
     this.calls.push({ zone: zoneId, image_id: imageId, flavor_id: flavorId });
     const zone = Object.hasOwn(this.catalog.zones, zoneId) ? this.catalog.zones[zoneId] : undefined;
     if (!zone) throw invalidField('zone', `unknown zone ${JSON.stringify(zoneId)}`);

@@ -3,7 +3,15 @@ import { CallContext, ConsoleType, CreateVmSpec, ProviderConsole, ProviderDriver
 
 /** One call a RecordingProviderDriver received: the method, its arguments without the context, and the context. */
 export interface RecordedDriverCall {
-  method: 'createVm' | 'startVm' | 'stopVm' | 'rebootVm' | 'deleteVm' | 'describeVm' | 'openConsole' | 'checkConnectivity';
+  method:
+    | 'createVm'
+    | 'startVm'
+    | 'stopVm'
+    | 'rebootVm'
+    | 'deleteVm'
+    | 'describeVm'
+    | 'openConsole'
+    | 'checkConnectivity';
   args: unknown[];
   ctx: CallContext;
 }

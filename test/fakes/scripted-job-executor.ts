@@ -53,7 +53,9 @@ export class ScriptedJobExecutor implements JobExecutor {
   }
 
   private lastPerformed(): JobState | undefined {
-    const performs = this.calls.filter((c): c is Extract<ScriptedExecutorCall, { call: 'perform' }> => c.call === 'perform');
+    const performs = this.calls.filter(
+      (c): c is Extract<ScriptedExecutorCall, { call: 'perform' }> => c.call === 'perform',
+    );
     return performs.at(-1)?.job;
   }
 }

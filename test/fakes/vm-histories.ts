@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { decideVm, foldVm, HcpError, recordVmOutcome, VmCreateRequestedData, VmEvent, VmState, VmStatus } from '@hcp/domain';
+import {
+  decideVm,
+  foldVm,
+  HcpError,
+  recordVmOutcome,
+  VmCreateRequestedData,
+  VmEvent,
+  VmState,
+  VmStatus,
+} from '@hcp/domain';
 import { DecodedEvent, DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { eventContext } from '../../src/platform/event-sourcing/event-context';
 import { VmRepository } from '../../src/vms';
@@ -40,10 +49,20 @@ function then(events: VmEvent[], next: (state: VmState | null) => VmEvent[]): Vm
  */
 export function vmHistory(data: VmCreateRequestedData, status: VmStatus): VmEvent[] {
   const created = decideVm(null, { type: 'create', data });
-  const succeeded = (operation: 'create' | 'start' | 'stop' | 'reboot' | 'delete', job_id: string) => (s: VmState | null) =>
-    recordVmOutcome(s, { type: 'succeeded', job_id, operation, addresses: [], ...(operation === 'create' ? { power_state: 'running' as const } : {}) });
+  const succeeded =
+    (operation: 'create' | 'start' | 'stop' | 'reboot' | 'delete', job_id: string) => (s: VmState | null) =>
+      recordVmOutcome(s, {
+        type: 'succeeded',
+        job_id,
+        operation,
+        addresses: [],
+        ...(operation === 'create' ? { power_state: 'running' as const } : {}),
+      });
   const running = then(created, succeeded('create', data.job_id));
-  const stopped = then(then(running, (s) => decideVm(s, { type: 'stop', job_id: 'given-stop', force: false })), succeeded('stop', 'given-stop'));
+  const stopped = then(
+    then(running, (s) => decideVm(s, { type: 'stop', job_id: 'given-stop', force: false })),
+    succeeded('stop', 'given-stop'),
+  );
   const deleting = then(running, (s) => decideVm(s, { type: 'delete', job_id: 'given-delete' }));
   switch (status) {
     case 'provisioning':
@@ -64,26 +83,47 @@ export function vmHistory(data: VmCreateRequestedData, status: VmStatus): VmEven
       return then(deleting, succeeded('delete', 'given-delete'));
     case 'error':
       return then(created, (s) =>
-        recordVmOutcome(s, { type: 'failed', job_id: data.job_id, operation: 'create', error: { code: 'PROVIDER_UNAVAILABLE', message: 'given', retryable: false } }),
+        recordVmOutcome(s, {
+          type: 'failed',
+          job_id: data.job_id,
+          operation: 'create',
+          error: { code: 'PROVIDER_UNAVAILABLE', message: 'given', retryable: false },
+        }),
       );
   }
 }
 
 /** GIVEN: a VM in `status`, its history appended through the real repository. Returns its create request. */
-export async function givenVm(vms: VmRepository, status: VmStatus, over: Partial<VmCreateRequestedData> = {}): Promise<VmCreateRequestedData> {
+export async function givenVm(
+  vms: VmRepository,
+  status: VmStatus,
+  over: Partial<VmCreateRequestedData> = {},
+): Promise<VmCreateRequestedData> {
   const data = vmCreateRequest(over);
-  const loaded = await vms.append({ id: data.vm_id, state: null, revision: 'no_stream' }, vmHistory(data, status), eventContext('user:given', 'trace-given'));
+  const loaded = await vms.append(
+    { id: data.vm_id, state: null, revision: 'no_stream' },
+    vmHistory(data, status),
+    eventContext('user:given', 'trace-given'),
+  );
   if (loaded.state?.status !== status) throw new Error(`vmHistory reached ${loaded.state?.status}, not ${status}`);
   return data;
 }
 
 /** THEN: every event appended to any stream after `position` (a `store.headPosition()` taken before the WHEN), decoded, in order. */
-export async function appendedAfter(store: EventStore, codec: DomainEventCodec, position: bigint): Promise<DecodedEvent[]> {
+export async function appendedAfter(
+  store: EventStore,
+  codec: DomainEventCodec,
+  position: bigint,
+): Promise<DecodedEvent[]> {
   return (await store.readAll(position, 10_000)).map((r) => codec.decode(r));
 }
 
 /** The stream's events as [type, data] pairs, in order. */
-export async function streamOf(store: EventStore, codec: DomainEventCodec, streamId: string): Promise<Array<[string, unknown]>> {
+export async function streamOf(
+  store: EventStore,
+  codec: DomainEventCodec,
+  streamId: string,
+): Promise<Array<[string, unknown]>> {
   return (await store.readStream(streamId)).map((r) => {
     const { event } = codec.decode(r);
     return [event.type, event.data];
@@ -96,7 +136,8 @@ export async function refusal(promise: Promise<unknown>): Promise<HcpError> {
     (value) => ({ resolved: value }),
     (error: unknown) => ({ error }),
   );
-  if (!('error' in outcome)) throw new Error(`expected an HcpError, but it resolved with ${JSON.stringify(outcome.resolved)}`);
+  if (!('error' in outcome))
+    throw new Error(`expected an HcpError, but it resolved with ${JSON.stringify(outcome.resolved)}`);
   if (!(outcome.error instanceof HcpError)) throw outcome.error;
   return outcome.error;
 }

@@ -38,11 +38,20 @@ export class ApiClient {
 
   /** Sends a raw body (for malformed JSON tests). */
   async raw(method: string, path: string, body: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
-    const res = await fetch(`${this.baseUrl}${path}`, { method, body, headers: { ...this.auth(), 'content-type': 'application/json', ...headers } });
+    const res = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      body,
+      headers: { ...this.auth(), 'content-type': 'application/json', ...headers },
+    });
     return { status: res.status, headers: res.headers, body: await parse(res) };
   }
 
-  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     const res = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: { ...this.auth(), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },

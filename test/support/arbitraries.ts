@@ -133,15 +133,37 @@ export const HOSTILE_STRINGS: readonly string[] = [
  * Node's 16 kB request-head limit (the test also checks the whole request head before sending it).
  */
 const longText: fc.Arbitrary<Text> = fc.oneof(
-  fc.tuple(fc.constantFrom('a', '9', 'A-'), fc.constantFrom(64, 255, 256, 300, 1024, 1500)).map(([unit, times]) => new Repeat(unit, times)),
-  fc.tuple(fc.constantFrom('../', '%', '💥', 'é', '\u0000', ' '), fc.constantFrom(64, 100, 200)).map(([unit, times]) => new Repeat(unit, times)),
+  fc
+    .tuple(fc.constantFrom('a', '9', 'A-'), fc.constantFrom(64, 255, 256, 300, 1024, 1500))
+    .map(([unit, times]) => new Repeat(unit, times)),
+  fc
+    .tuple(fc.constantFrom('../', '%', '💥', 'é', '\u0000', ' '), fc.constantFrom(64, 100, 200))
+    .map(([unit, times]) => new Repeat(unit, times)),
 );
 
 /** Short strings of the characters storage and protocols choke on: NUL, C0/C1 controls, lone surrogates, non-characters. */
 export const controlText: fc.Arbitrary<string> = fc.string({
   unit: fc.oneof(
     { weight: 3, arbitrary: fc.constant('\u0000') },
-    { weight: 1, arbitrary: fc.constantFrom('\u0001', '\u001b', '\u001f', '\u007f', '\u0085', '\u00a0', '\u2028', '\u200b', '\ud800', '\udfff', '\ufffe', '\uffff', 'a', ':') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '\u0001',
+        '\u001b',
+        '\u001f',
+        '\u007f',
+        '\u0085',
+        '\u00a0',
+        '\u2028',
+        '\u200b',
+        '\ud800',
+        '\udfff',
+        '\ufffe',
+        '\uffff',
+        'a',
+        ':',
+      ),
+    },
   ),
   minLength: 1,
   maxLength: 6,
@@ -186,7 +208,12 @@ export function pathParamArb(known: readonly string[]): fc.Arbitrary<PathParam> 
   const encoding = fc.constantFrom<Encoding>('encoded', 'raw', 'double-encoded');
   return fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom(...known).map((value): PathParam => ({ value, encoding: 'encoded' })) },
-    { weight: 1, arbitrary: fc.constantFrom(...known).map((value): PathParam => ({ value: value.toUpperCase(), encoding: 'encoded' })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom(...known)
+        .map((value): PathParam => ({ value: value.toUpperCase(), encoding: 'encoded' })),
+    },
     { weight: 1, arbitrary: fc.uuid().map((value): PathParam => ({ value, encoding: 'encoded' })) },
     { weight: 3, arbitrary: fc.record({ value: hostileText, encoding }) },
   );
@@ -198,7 +225,12 @@ export type PathSuffix = '' | '/' | '//' | '/.' | '/..' | { segment: PathParam }
 export const pathSuffixArb: fc.Arbitrary<PathSuffix> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<PathSuffix>('') },
   { weight: 2, arbitrary: fc.constantFrom<PathSuffix>('/', '//', '/.', '/..') },
-  { weight: 2, arbitrary: fc.record({ value: hostileText, encoding: fc.constantFrom<Encoding>('encoded', 'raw') }).map((segment): PathSuffix => ({ segment })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .record({ value: hostileText, encoding: fc.constantFrom<Encoding>('encoded', 'raw') })
+      .map((segment): PathSuffix => ({ segment })),
+  },
 );
 
 export function renderPathSuffix(s: PathSuffix): string {
@@ -237,32 +269,78 @@ const OTHER_QUERY_KEYS = [
   '&',
 ];
 
-const LIMIT_JUNK = ['', ' ', '0', '-1', '1', '50', '200', '201', '1.5', '1e2', '1e999', '0x10', '010', ' 1', '1 ', '+1', 'NaN', 'Infinity', '-0', 'null', 'true', '[]', '9'.repeat(40), '２'];
+const LIMIT_JUNK = [
+  '',
+  ' ',
+  '0',
+  '-1',
+  '1',
+  '50',
+  '200',
+  '201',
+  '1.5',
+  '1e2',
+  '1e999',
+  '0x10',
+  '010',
+  ' 1',
+  '1 ',
+  '+1',
+  'NaN',
+  'Infinity',
+  '-0',
+  'null',
+  'true',
+  '[]',
+  '9'.repeat(40),
+  '２',
+];
 
 /** A base64url cursor around a forged JSON payload: keyset cursors are `[created_at, id]`. */
 const forgedCursor: fc.Arbitrary<string> = fc
   .oneof(
-    { weight: 3, arbitrary: fc.tuple(
-      fc.oneof(
-        // the ends of JavaScript's time range and of PostgreSQL's, year 0, five- and six-digit years
-        { weight: 5, arbitrary: fc.constantFrom(
-          '+275760-09-13T00:00:00.000Z',
-          '-271821-04-20T00:00:00.000Z',
-          '+010000-01-01T00:00:00.000Z',
-          '-000001-01-01T00:00:00.000Z',
-          '0000-01-01T00:00:00.000Z',
-          '0001-01-01T00:00:00.000Z',
-          '9999-12-31T23:59:59.999Z',
-          '1970-01-01T00:00:00.000Z',
-        ) },
-        fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
-        fc.date({ noInvalidDate: true, min: new Date('1990-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z') }).map((d) => d.toISOString()),
-        fc.constantFrom('2026-01-01T00:00:00Z', '2026-01-01', 'now', 'infinity', '-infinity', 'epoch', 'allballs', '2026-13-45T99:99:99.999Z'),
-        fc.string({ maxLength: 20 }),
-        fc.integer(),
+    {
+      weight: 3,
+      arbitrary: fc.tuple(
+        fc.oneof(
+          // the ends of JavaScript's time range and of PostgreSQL's, year 0, five- and six-digit years
+          {
+            weight: 5,
+            arbitrary: fc.constantFrom(
+              '+275760-09-13T00:00:00.000Z',
+              '-271821-04-20T00:00:00.000Z',
+              '+010000-01-01T00:00:00.000Z',
+              '-000001-01-01T00:00:00.000Z',
+              '0000-01-01T00:00:00.000Z',
+              '0001-01-01T00:00:00.000Z',
+              '9999-12-31T23:59:59.999Z',
+              '1970-01-01T00:00:00.000Z',
+            ),
+          },
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+          fc
+            .date({ noInvalidDate: true, min: new Date('1990-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z') })
+            .map((d) => d.toISOString()),
+          fc.constantFrom(
+            '2026-01-01T00:00:00Z',
+            '2026-01-01',
+            'now',
+            'infinity',
+            '-infinity',
+            'epoch',
+            'allballs',
+            '2026-13-45T99:99:99.999Z',
+          ),
+          fc.string({ maxLength: 20 }),
+          fc.integer(),
+        ),
+        fc.oneof(
+          { weight: 6, arbitrary: fc.uuid() },
+          { weight: 1, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
+          { weight: 1, arbitrary: fc.integer() },
+        ),
       ),
-      fc.oneof({ weight: 6, arbitrary: fc.uuid() }, { weight: 1, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) }, { weight: 1, arbitrary: fc.integer() }),
-    ) },
+    },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   )
   .map((payload) => Buffer.from(JSON.stringify(payload) ?? '').toString('base64url'));
@@ -278,7 +356,11 @@ const cursorJunk: fc.Arbitrary<Text> = fc.oneof(
 const tagJunk: fc.Arbitrary<Text> = fc.oneof(
   fc
     .tuple(
-      fc.oneof({ weight: 3, arbitrary: fc.constantFrom('env', 'a', 'A-b_c.d/e') }, { weight: 1, arbitrary: fc.constantFrom('', '-x', '💥') }, { weight: 1, arbitrary: fc.string({ maxLength: 70 }) }),
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom('env', 'a', 'A-b_c.d/e') },
+        { weight: 1, arbitrary: fc.constantFrom('', '-x', '💥') },
+        { weight: 1, arbitrary: fc.string({ maxLength: 70 }) },
+      ),
       fc.oneof(fc.constantFrom(...HOSTILE_STRINGS), controlText, fc.string({ unit: utf16Unit, maxLength: 10 })),
     )
     .map(([k, v]) => `${k}:${v}`),
@@ -298,11 +380,22 @@ export interface QuerySpec {
 /** Values aimed at a parameter: junk page sizes for `limit`, forged cursors for `cursor`, and so on. */
 const specificValue = (key: Text): fc.Arbitrary<Text> => {
   const k = textOf(key);
-  return k.startsWith('limit') || k === 'LIMIT' ? fc.constantFrom(...LIMIT_JUNK) : k.startsWith('cursor') ? cursorJunk : k.startsWith('tag') ? tagJunk : fc.oneof(hostileText, controlText);
+  return k.startsWith('limit') || k === 'LIMIT'
+    ? fc.constantFrom(...LIMIT_JUNK)
+    : k.startsWith('cursor')
+      ? cursorJunk
+      : k.startsWith('tag')
+        ? tagJunk
+        : fc.oneof(hostileText, controlText);
 };
 
 const queryValue = (key: Text): fc.Arbitrary<Text> =>
-  fc.oneof({ weight: 4, arbitrary: specificValue(key) }, { weight: 2, arbitrary: controlText }, { weight: 1, arbitrary: hostileText }, { weight: 1, arbitrary: fc.string({ maxLength: 20 }) });
+  fc.oneof(
+    { weight: 4, arbitrary: specificValue(key) },
+    { weight: 2, arbitrary: controlText },
+    { weight: 1, arbitrary: hostileText },
+    { weight: 1, arbitrary: fc.string({ maxLength: 20 }) },
+  );
 
 const queryPair: fc.Arbitrary<QueryPair> = fc
   .oneof(
@@ -315,8 +408,16 @@ const queryPair: fc.Arbitrary<QueryPair> = fc
 
 /** One of the parameters the API reads, with a hostile value (paging and free-text filters first). */
 const twistedParam: fc.Arbitrary<QueryPair> = fc
-  .oneof({ weight: 4, arbitrary: fc.constant('cursor') }, { weight: 2, arbitrary: fc.constantFrom('name', 'tag') }, { weight: 1, arbitrary: fc.constantFrom(...QUERY_PARAMS) })
-  .chain((key) => fc.oneof({ weight: 4, arbitrary: specificValue(key) }, { weight: 1, arbitrary: queryValue(key) }).map((value): QueryPair => [key, value]));
+  .oneof(
+    { weight: 4, arbitrary: fc.constant('cursor') },
+    { weight: 2, arbitrary: fc.constantFrom('name', 'tag') },
+    { weight: 1, arbitrary: fc.constantFrom(...QUERY_PARAMS) },
+  )
+  .chain((key) =>
+    fc
+      .oneof({ weight: 4, arbitrary: specificValue(key) }, { weight: 1, arbitrary: queryValue(key) })
+      .map((value): QueryPair => [key, value]),
+  );
 
 /**
  * A valid page size (or none) and one parameter read by the API with a hostile value, percent-encoded:
@@ -324,7 +425,12 @@ const twistedParam: fc.Arbitrary<QueryPair> = fc
  */
 export const twistedQuerySpecArb: fc.Arbitrary<QuerySpec> = fc
   .tuple(fc.option(fc.integer({ min: 1, max: 200 })), twistedParam)
-  .map(([limit, twisted]): QuerySpec => ({ pairs: limit === null ? [twisted] : [['limit', String(limit)], twisted], encoding: 'encoded' }));
+  .map(
+    ([limit, twisted]): QuerySpec => ({
+      pairs: limit === null ? [twisted] : [['limit', String(limit)], twisted],
+      encoding: 'encoded',
+    }),
+  );
 
 /** Any query string: random keys and values, repeated keys, raw (unencoded) text. */
 export const querySpecArb: fc.Arbitrary<QuerySpec> = fc.record({
@@ -334,7 +440,11 @@ export const querySpecArb: fc.Arbitrary<QuerySpec> = fc.record({
     // the same key several times
     {
       weight: 1,
-      arbitrary: queryPair.chain(([key]) => fc.array(queryValue(key), { minLength: 2, maxLength: 12 }).map((values) => values.map((v): QueryPair => [key, v]))),
+      arbitrary: queryPair.chain(([key]) =>
+        fc
+          .array(queryValue(key), { minLength: 2, maxLength: 12 })
+          .map((values) => values.map((v): QueryPair => [key, v])),
+      ),
     },
   ),
   encoding: fc.constantFrom<'encoded' | 'raw'>('encoded', 'encoded', 'raw'),
@@ -352,23 +462,34 @@ export function renderQuery(q: QuerySpec | undefined): string {
 /** What Node's fetch puts on the wire: HTAB, visible ASCII, space and Latin-1 (no CR, LF, NUL or DEL). */
 export const SENDABLE_HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
-const headerUnit = fc.oneof(
-  { weight: 6, arbitrary: fc.integer({ min: 0x20, max: 0x7e }) },
-  { weight: 1, arbitrary: fc.integer({ min: 0x80, max: 0xff }) },
-  { weight: 1, arbitrary: fc.constant(0x09) },
-).map((c) => String.fromCharCode(c));
+const headerUnit = fc
+  .oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0x20, max: 0x7e }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0x80, max: 0xff }) },
+    { weight: 1, arbitrary: fc.constant(0x09) },
+  )
+  .map((c) => String.fromCharCode(c));
 
 /** Header values the client can send at all, hostile within that. */
 export const headerText: fc.Arbitrary<Text> = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: headerUnit, maxLength: 40 }) },
   { weight: 2, arbitrary: fc.constantFrom(...HOSTILE_STRINGS.filter((s) => SENDABLE_HEADER_VALUE.test(s))) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('a', 'Z', '-', 'é', ' ', '\t', '9'), fc.constantFrom(100, 255, 256, 300, 600, 2000)).map(([u, n]) => new Repeat(u, n)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom('a', 'Z', '-', 'é', ' ', '\t', '9'), fc.constantFrom(100, 255, 256, 300, 600, 2000))
+      .map(([u, n]) => new Repeat(u, n)),
+  },
 );
 
 export const idempotencyKeyArb: fc.Arbitrary<Text> = fc.oneof(
   fc.constantFrom('', ' ', 'k', 'retry-1', 'é', 'clé', '\t', 'a\tb', 'with space', '"quoted"'),
   fc.constantFrom(254, 255, 256, 300).map((n) => new Repeat('k', n)),
-  fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 40 }),
+  fc.string({
+    unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+    minLength: 1,
+    maxLength: 40,
+  }),
   headerText,
 );
 
@@ -386,7 +507,12 @@ export const traceparentArb: fc.Arbitrary<Text> = fc.oneof(
   fc.tuple(hex(32), hex(16)).map(([t, s]) => `00-${t}-${s}-01`),
   fc.tuple(hex(32), hex(16)).map(([t, s]) => `00-${t.toUpperCase()}-${s}-01`),
   fc.tuple(hex(31), hex(16)).map(([t, s]) => `00-${t}-${s}-01`),
-  fc.constantFrom('00-00000000000000000000000000000000-0000000000000000-00', `ff-${'a'.repeat(32)}-${'b'.repeat(16)}-01`, '00--' + '-01', '00'),
+  fc.constantFrom(
+    '00-00000000000000000000000000000000-0000000000000000-00',
+    `ff-${'a'.repeat(32)}-${'b'.repeat(16)}-01`,
+    '00--' + '-01',
+    '00',
+  ),
   headerText,
 );
 
@@ -401,7 +527,28 @@ export const contentEncodingArb = fc.constantFrom('gzip', 'deflate', 'br', 'iden
 /** Names of headers a client might add, with values to match. */
 export const extraHeaderArb: fc.Arbitrary<[string, Text]> = fc.tuple(
   fc.oneof(
-    fc.constantFrom('accept', 'accept-language', 'accept-charset', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip', 'forwarded', 'origin', 'referer', 'cookie', 'x-http-method-override', 'x-original-url', 'x-rewrite-url', 'if-none-match', 'if-match', 'range', 'prefer', 'x-hcp-project', 'x-debug'),
+    fc.constantFrom(
+      'accept',
+      'accept-language',
+      'accept-charset',
+      'x-forwarded-for',
+      'x-forwarded-proto',
+      'x-forwarded-host',
+      'x-real-ip',
+      'forwarded',
+      'origin',
+      'referer',
+      'cookie',
+      'x-http-method-override',
+      'x-original-url',
+      'x-rewrite-url',
+      'if-none-match',
+      'if-match',
+      'range',
+      'prefer',
+      'x-hcp-project',
+      'x-debug',
+    ),
     fc.stringMatching(/^x-[a-z0-9-]{1,20}$/),
   ),
   headerText,
@@ -433,7 +580,10 @@ export function renderBody(b: BodySpec): string | Uint8Array {
     case 'bytes':
       return b.bytes;
     case 'deep': {
-      const nested = b.shape === 'array' ? `${'['.repeat(b.depth)}${']'.repeat(b.depth)}` : `${'{"a":'.repeat(b.depth)}1${'}'.repeat(b.depth)}`;
+      const nested =
+        b.shape === 'array'
+          ? `${'['.repeat(b.depth)}${']'.repeat(b.depth)}`
+          : `${'{"a":'.repeat(b.depth)}1${'}'.repeat(b.depth)}`;
       return b.under === undefined ? nested : `{${JSON.stringify(b.under)}:${nested}}`;
     }
   }
@@ -465,22 +615,33 @@ const hostileStringValue: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** A map a validator of string maps accepts (valid keys, string values) whose values are hostile. */
-const hostileValuedMap: fc.Arbitrary<unknown> = fc.dictionary(fc.stringMatching(/^[a-z][a-z0-9_./-]{0,10}$/), hostileStringValue, { minKeys: 1, maxKeys: 3 });
+const hostileValuedMap: fc.Arbitrary<unknown> = fc.dictionary(
+  fc.stringMatching(/^[a-z][a-z0-9_./-]{0,10}$/),
+  hostileStringValue,
+  { minKeys: 1, maxKeys: 3 },
+);
 
 /** String maps (tags, metadata): hostile values, limits, wrong keys and types. */
 const stringMapArb: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: hostileValuedMap },
-  { weight: 3, arbitrary: fc.dictionary(
-    fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[a-z][a-z0-9_./-]{0,10}$/) }, { weight: 1, arbitrary: fc.constantFrom('-bad', '', ' ', '__proto__', 'constructor', 'é') }, { weight: 1, arbitrary: fc.string({ maxLength: 70 }) }),
-    fc.oneof(
-      { weight: 2, arbitrary: fc.string({ maxLength: 12 }) },
-      { weight: 2, arbitrary: controlText },
-      { weight: 1, arbitrary: fc.string({ unit: utf16Unit, maxLength: 12 }) },
-      { weight: 1, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
-      { weight: 1, arbitrary: wrongType },
+  {
+    weight: 3,
+    arbitrary: fc.dictionary(
+      fc.oneof(
+        { weight: 4, arbitrary: fc.stringMatching(/^[a-z][a-z0-9_./-]{0,10}$/) },
+        { weight: 1, arbitrary: fc.constantFrom('-bad', '', ' ', '__proto__', 'constructor', 'é') },
+        { weight: 1, arbitrary: fc.string({ maxLength: 70 }) },
+      ),
+      fc.oneof(
+        { weight: 2, arbitrary: fc.string({ maxLength: 12 }) },
+        { weight: 2, arbitrary: controlText },
+        { weight: 1, arbitrary: fc.string({ unit: utf16Unit, maxLength: 12 }) },
+        { weight: 1, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
+        { weight: 1, arbitrary: wrongType },
+      ),
+      { maxKeys: 4 },
     ),
-    { maxKeys: 4 },
-  ) },
+  },
   fc.constantFrom(50, 51, 100, 101, 1000).map((n) => new ManyEntries(n)),
   fc.constantFrom(255, 256, 1024, 1025).map((n) => ({ env: new Repeat('v', n) })),
   fc.constantFrom(63, 64, 128, 129).map((n) => ({ [`k${'k'.repeat(n - 1)}`]: 'v' })),
@@ -490,8 +651,15 @@ const stringMapArb: fc.Arbitrary<unknown> = fc.oneof(
 const sshKeyArb: fc.Arbitrary<unknown> = fc.oneof(
   fc.array(
     fc.oneof(
-      fc.constantFrom('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@host', 'ssh-rsa AAAA', 'not a key', ''),
-      fc.oneof(controlText, fc.string({ unit: utf16Unit, maxLength: 16 })).map((comment) => `ssh-ed25519 AAAAC3Nz ${comment}`),
+      fc.constantFrom(
+        'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@host',
+        'ssh-rsa AAAA',
+        'not a key',
+        '',
+      ),
+      fc
+        .oneof(controlText, fc.string({ unit: utf16Unit, maxLength: 16 }))
+        .map((comment) => `ssh-ed25519 AAAAC3Nz ${comment}`),
       fc.constant(new Repeat('A', 9000)),
       wrongType,
     ),
@@ -521,8 +689,13 @@ export interface BodyFieldsContext {
  * and prototype-polluting keys; and the same wrapped in an array.
  */
 export function fieldMixArb(ctx: BodyFieldsContext): fc.Arbitrary<unknown> {
-  const either = (valid: fc.Arbitrary<unknown>, weightValid = 3) => fc.oneof({ weight: weightValid, arbitrary: valid }, { weight: 1, arbitrary: wrongType });
-  const name = fc.oneof(fc.stringMatching(/^[a-z][a-z0-9-]{0,20}[a-z0-9]$/), fc.constantFrom('web-1', '-bad', 'bad-', 'a_b', 'a.b', 'ÄÖÜ'), fc.constant(new Repeat('n', 64)));
+  const either = (valid: fc.Arbitrary<unknown>, weightValid = 3) =>
+    fc.oneof({ weight: weightValid, arbitrary: valid }, { weight: 1, arbitrary: wrongType });
+  const name = fc.oneof(
+    fc.stringMatching(/^[a-z][a-z0-9-]{0,20}[a-z0-9]$/),
+    fc.constantFrom('web-1', '-bad', 'bad-', 'a_b', 'a.b', 'ÄÖÜ'),
+    fc.constant(new Repeat('n', 64)),
+  );
   const uuid = fc.oneof(fc.constantFrom(...ctx.uuids), fc.uuid());
   const fields = {
     name: either(name),
@@ -540,10 +713,14 @@ export function fieldMixArb(ctx: BodyFieldsContext): fc.Arbitrary<unknown> {
     provider_id: either(uuid),
     cluster_ids: either(fc.array(uuid, { maxLength: 3 })),
     policy: either(fc.constantFrom('spread', 'pack', 'random')),
-    endpoint: either(fc.constantFrom('https://127.0.0.1:8006', 'http://[::1]', 'file:///etc/passwd', 'javascript:alert(1)')),
+    endpoint: either(
+      fc.constantFrom('https://127.0.0.1:8006', 'http://[::1]', 'file:///etc/passwd', 'javascript:alert(1)'),
+    ),
     credentials: either(fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 }), { maxKeys: 3 })),
     settings: either(fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })),
-    capacity: either(fc.record({ vcpus: fc.integer(), ram_mb: fc.integer(), disk_gb: fc.integer() }, { requiredKeys: [] })),
+    capacity: either(
+      fc.record({ vcpus: fc.integer(), ram_mb: fc.integer(), disk_gb: fc.integer() }, { requiredKeys: [] }),
+    ),
     visibility: either(fc.constantFrom('public', 'private', 'secret')),
     os: either(fc.constantFrom('linux', 'windows')),
     vcpus: either(fc.integer({ min: -2, max: 1_000_000 })),
@@ -555,9 +732,32 @@ export function fieldMixArb(ctx: BodyFieldsContext): fc.Arbitrary<unknown> {
     provider_refs: either(fc.dictionary(fc.uuid(), fc.string({ maxLength: 12 }), { maxKeys: 2 })),
     id: either(fc.oneof(fc.constant(ctx.zone), fc.constantFrom(...HOSTILE_STRINGS))),
   };
-  const hostileKeys = fc.array(fc.tuple(fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'status', 'id', 'project_id', 'created_at', 'isAdmin', ''), fc.string({ maxLength: 10 })), fc.oneof(wrongType, fc.constant({ isAdmin: true, polluted: 'yes' }), fc.constant({ prototype: { polluted: 'yes' } }))), {
-    maxLength: 3,
-  });
+  const hostileKeys = fc.array(
+    fc.tuple(
+      fc.oneof(
+        fc.constantFrom(
+          '__proto__',
+          'constructor',
+          'prototype',
+          'status',
+          'id',
+          'project_id',
+          'created_at',
+          'isAdmin',
+          '',
+        ),
+        fc.string({ maxLength: 10 }),
+      ),
+      fc.oneof(
+        wrongType,
+        fc.constant({ isAdmin: true, polluted: 'yes' }),
+        fc.constant({ prototype: { polluted: 'yes' } }),
+      ),
+    ),
+    {
+      maxLength: 3,
+    },
+  );
   const object = fc.tuple(fc.record(fields, { requiredKeys: [] }), hostileKeys).map(([base, extra]) => {
     const target: Record<string, unknown> = { ...base };
     for (const [k, v] of extra) withOwnKey(target, k, v);
@@ -590,7 +790,10 @@ export function nearlyValidCreateArb(ctx: BodyFieldsContext): fc.Arbitrary<unkno
 }
 
 /** A body valid for a tags/metadata update with its values twisted. */
-export const labelsUpdateArb: fc.Arbitrary<unknown> = fc.record({ tags: stringMapArb, metadata: stringMapArb }, { requiredKeys: [] });
+export const labelsUpdateArb: fc.Arbitrary<unknown> = fc.record(
+  { tags: stringMapArb, metadata: stringMapArb },
+  { requiredKeys: [] },
+);
 
 const JUNK_JSON_TEXTS = [
   '',
@@ -651,7 +854,17 @@ export const CONTENT_TYPES = [
 ];
 
 /** What a route's body is meant to be (API.md's request bodies), so most bodies get past validation. */
-export type BodyFocus = 'vm-create' | 'vm-labels' | 'vm-action' | 'provider' | 'cluster' | 'zone' | 'image' | 'flavor' | 'quotas' | 'other';
+export type BodyFocus =
+  | 'vm-create'
+  | 'vm-labels'
+  | 'vm-action'
+  | 'provider'
+  | 'cluster'
+  | 'zone'
+  | 'image'
+  | 'flavor'
+  | 'quotas'
+  | 'other';
 
 const validName = fc.stringMatching(/^[a-z][a-z0-9-]{0,14}[a-z0-9]$/);
 const count = (max: number) => fc.integer({ min: 1, max });
@@ -661,23 +874,63 @@ function validBodyArb(focus: BodyFocus, ctx: BodyFieldsContext): fc.Arbitrary<Re
   const id = fc.constantFrom(...ctx.uuids);
   switch (focus) {
     case 'vm-create':
-      return fc.record({ name: validName, zone: fc.constant(ctx.zone), image_id: fc.constant(ctx.imageId), flavor_id: fc.constant(ctx.flavorId), power_on: fc.boolean() });
+      return fc.record({
+        name: validName,
+        zone: fc.constant(ctx.zone),
+        image_id: fc.constant(ctx.imageId),
+        flavor_id: fc.constant(ctx.flavorId),
+        power_on: fc.boolean(),
+      });
     case 'vm-labels':
-      return fc.record({ tags: fc.dictionary(validName, fc.string({ maxLength: 8 }), { maxKeys: 2 }), metadata: fc.dictionary(validName, fc.string({ maxLength: 8 }), { maxKeys: 2 }) }, { requiredKeys: [] });
+      return fc.record(
+        {
+          tags: fc.dictionary(validName, fc.string({ maxLength: 8 }), { maxKeys: 2 }),
+          metadata: fc.dictionary(validName, fc.string({ maxLength: 8 }), { maxKeys: 2 }),
+        },
+        { requiredKeys: [] },
+      );
     case 'vm-action':
       return fc.record({ force: fc.boolean() }, { requiredKeys: [] });
     case 'provider':
-      return fc.record({ name: validName, type: fc.constant('simulator'), settings: fc.constant({}) }, { requiredKeys: ['name', 'type'] });
+      return fc.record(
+        { name: validName, type: fc.constant('simulator'), settings: fc.constant({}) },
+        { requiredKeys: ['name', 'type'] },
+      );
     case 'cluster':
-      return fc.record({ name: validName, provider_id: id, capacity: fc.record({ vcpus: count(512), ram_mb: count(1 << 20), disk_gb: count(1 << 16) }), enabled: fc.boolean() }, { requiredKeys: ['name', 'provider_id'] });
+      return fc.record(
+        {
+          name: validName,
+          provider_id: id,
+          capacity: fc.record({ vcpus: count(512), ram_mb: count(1 << 20), disk_gb: count(1 << 16) }),
+          enabled: fc.boolean(),
+        },
+        { requiredKeys: ['name', 'provider_id'] },
+      );
     case 'zone':
-      return fc.record({ id: validName, name: validName, cluster_ids: fc.array(id, { maxLength: 2 }), policy: fc.constantFrom('spread', 'pack') });
+      return fc.record({
+        id: validName,
+        name: validName,
+        cluster_ids: fc.array(id, { maxLength: 2 }),
+        policy: fc.constantFrom('spread', 'pack'),
+      });
     case 'image':
-      return fc.record({ name: validName, os: fc.constantFrom('linux', 'windows'), min_disk_gb: count(100), min_ram_mb: count(8192), visibility: fc.constantFrom('public', 'private'), provider_refs: fc.dictionary(id, validName, { maxKeys: 1 }) });
+      return fc.record({
+        name: validName,
+        os: fc.constantFrom('linux', 'windows'),
+        min_disk_gb: count(100),
+        min_ram_mb: count(8192),
+        visibility: fc.constantFrom('public', 'private'),
+        provider_refs: fc.dictionary(id, validName, { maxKeys: 1 }),
+      });
     case 'flavor':
       return fc.record({ name: validName, vcpus: count(64), ram_mb: count(1 << 18), disk_gb: count(4096) });
     case 'quotas':
-      return fc.record({ instances: count(1000), vcpus: count(1 << 12), ram_mb: count(1 << 24), disk_gb: count(1 << 20) });
+      return fc.record({
+        instances: count(1000),
+        vcpus: count(1 << 12),
+        ram_mb: count(1 << 24),
+        disk_gb: count(1 << 20),
+      });
     case 'other':
       return fc.constant({});
   }
@@ -695,18 +948,30 @@ const twistValue: fc.Arbitrary<unknown> = fc.oneof(
 /** A valid body with one field (or one nested string-map value) replaced by a twisted value, or left valid. */
 export function nearlyValidBodyArb(focus: BodyFocus, ctx: BodyFieldsContext): fc.Arbitrary<unknown> {
   // The VM bodies have their own twisted generators (string maps, ssh keys, user data).
-  const base = focus === 'vm-create' ? nearlyValidCreateArb(ctx) : focus === 'vm-labels' ? labelsUpdateArb : validBodyArb(focus, ctx);
+  const base =
+    focus === 'vm-create'
+      ? nearlyValidCreateArb(ctx)
+      : focus === 'vm-labels'
+        ? labelsUpdateArb
+        : validBodyArb(focus, ctx);
   if (focus === 'vm-create' || focus === 'vm-labels') return base;
   return fc.oneof(
     { weight: 1, arbitrary: base },
     {
       weight: 4,
       // Mostly one of the body's own fields twisted; sometimes an extra, unknown field instead.
-      arbitrary: fc.tuple(validBodyArb(focus, ctx), fc.nat(), twistValue, fc.oneof({ weight: 5, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: validName })).map(([body, i, value, extraKey]) => {
-        const keys = Object.keys(body);
-        if (keys.length === 0 || extraKey !== undefined) return { ...body, [extraKey ?? 'x']: value };
-        return { ...body, [keys[i % keys.length]]: value };
-      }),
+      arbitrary: fc
+        .tuple(
+          validBodyArb(focus, ctx),
+          fc.nat(),
+          twistValue,
+          fc.oneof({ weight: 5, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: validName }),
+        )
+        .map(([body, i, value, extraKey]) => {
+          const keys = Object.keys(body);
+          if (keys.length === 0 || extraKey !== undefined) return { ...body, [extraKey ?? 'x']: value };
+          return { ...body, [keys[i % keys.length]]: value };
+        }),
     },
   );
 }
@@ -719,7 +984,8 @@ export function fieldBodySpecArb(ctx: BodyFieldsContext, focus: BodyFocus = 'oth
     { weight: 1, arbitrary: labelsUpdateArb },
     { weight: 1, arbitrary: fc.record({ force: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: [] }) },
   ];
-  const focused: Array<fc.WeightedArbitrary<unknown>> = focus === 'other' ? [] : [{ weight: 6, arbitrary: nearlyValidBodyArb(focus, ctx) }];
+  const focused: Array<fc.WeightedArbitrary<unknown>> =
+    focus === 'other' ? [] : [{ weight: 6, arbitrary: nearlyValidBodyArb(focus, ctx) }];
   return fc.oneof(...focused, ...others).map((value): BodySpec => ({ kind: 'json', value }));
 }
 
@@ -729,7 +995,16 @@ export const shapeBodySpecArb: fc.Arbitrary<BodySpec> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .anything({ maxDepth: 3, withObjectString: true, withNullPrototype: true, withSparseArray: true, withBoxedValues: true, withDate: true, withMap: true, withSet: true })
+      .anything({
+        maxDepth: 3,
+        withObjectString: true,
+        withNullPrototype: true,
+        withSparseArray: true,
+        withBoxedValues: true,
+        withDate: true,
+        withMap: true,
+        withSet: true,
+      })
       .map((value): BodySpec => ({ kind: 'json', value })),
   },
   { weight: 2, arbitrary: fc.constantFrom(...JUNK_JSON_TEXTS).map((text): BodySpec => ({ kind: 'text', text })) },
@@ -749,8 +1024,16 @@ export const shapeBodySpecArb: fc.Arbitrary<BodySpec> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .tuple(fc.constantFrom('name', 'user_data', 'x', 'tags'), fc.constantFrom(1024, 65_536, 262_000, 262_145, 300_000, 2_000_000))
-      .map(([field, n]): BodySpec => ({ kind: 'json', value: field === 'tags' ? { tags: { a: new Repeat('v', n) } } : { [field]: new Repeat('a', n) } })),
+      .tuple(
+        fc.constantFrom('name', 'user_data', 'x', 'tags'),
+        fc.constantFrom(1024, 65_536, 262_000, 262_145, 300_000, 2_000_000),
+      )
+      .map(
+        ([field, n]): BodySpec => ({
+          kind: 'json',
+          value: field === 'tags' ? { tags: { a: new Repeat('v', n) } } : { [field]: new Repeat('a', n) },
+        }),
+      ),
   },
 );
 

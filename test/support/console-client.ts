@@ -46,7 +46,11 @@ export async function connectConsole(url: string, token: string): Promise<Consol
   const name = (await reader.read(head.readUInt32BE(20))).toString('utf8');
   reader.release();
   stream.resume();
-  return { ws, closed, serverInit: { width: head.readUInt16BE(0), height: head.readUInt16BE(2), bitsPerPixel: head.readUInt8(4), name } };
+  return {
+    ws,
+    closed,
+    serverInit: { width: head.readUInt16BE(0), height: head.readUInt16BE(2), bitsPerPixel: head.readUInt8(4), name },
+  };
 }
 
 /** Tries the upgrade and returns HCP's refusal (status and error envelope); fails if HCP accepts. */

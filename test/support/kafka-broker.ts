@@ -61,8 +61,17 @@ export interface ConsumeOptions {
 export async function consumeAll(topic: string, options: ConsumeOptions): Promise<ConsumedMessage[]> {
   const brokers = options.brokers ?? kafkaBrokers();
   if (!brokers) throw new Error('consumeAll: KAFKA_BROKERS is not set');
-  const kafka = new Kafka({ clientId: `hcp-test-${options.groupId}`, brokers: brokerList(brokers), logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: options.groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, rebalanceTimeout: 10_000 });
+  const kafka = new Kafka({
+    clientId: `hcp-test-${options.groupId}`,
+    brokers: brokerList(brokers),
+    logLevel: logLevel.NOTHING,
+  });
+  const consumer = kafka.consumer({
+    groupId: options.groupId,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1_000,
+    rebalanceTimeout: 10_000,
+  });
   const messages: ConsumedMessage[] = [];
   const timeoutMs = options.timeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
@@ -70,7 +79,15 @@ export async function consumeAll(topic: string, options: ConsumeOptions): Promis
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: options.fromBeginning ?? true });
     await new Promise<void>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`consumeAll(${topic}): condition not met after ${timeoutMs} ms with ${messages.length} message(s)`)), timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `consumeAll(${topic}): condition not met after ${timeoutMs} ms with ${messages.length} message(s)`,
+            ),
+          ),
+        timeoutMs,
+      );
       let done = false;
       consumer.on(consumer.events.CRASH, (event) => {
         if (!event.payload.restart) reject(event.payload.error);
@@ -113,9 +130,17 @@ export async function consumeAll(topic: string, options: ConsumeOptions): Promis
 }
 
 /** Committed offsets of a consumer group on a topic, by partition. */
-export async function committedOffsets(topic: string, groupId: string, brokers = kafkaBrokers()): Promise<Map<number, string>> {
+export async function committedOffsets(
+  topic: string,
+  groupId: string,
+  brokers = kafkaBrokers(),
+): Promise<Map<number, string>> {
   if (!brokers) throw new Error('committedOffsets: KAFKA_BROKERS is not set');
-  const admin = new Kafka({ clientId: 'hcp-test-admin', brokers: brokerList(brokers), logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({
+    clientId: 'hcp-test-admin',
+    brokers: brokerList(brokers),
+    logLevel: logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   try {
     const [result] = await admin.fetchOffsets({ groupId, topics: [topic] });
@@ -128,7 +153,11 @@ export async function committedOffsets(topic: string, groupId: string, brokers =
 /** The end offset (high watermark) of each partition: where the next acknowledged message will go. */
 export async function endOffsets(topic: string, brokers = kafkaBrokers()): Promise<Map<number, string>> {
   if (!brokers) throw new Error('endOffsets: KAFKA_BROKERS is not set');
-  const admin = new Kafka({ clientId: 'hcp-test-admin', brokers: brokerList(brokers), logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({
+    clientId: 'hcp-test-admin',
+    brokers: brokerList(brokers),
+    logLevel: logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   try {
     const offsets = await admin.fetchTopicOffsets(topic);
@@ -159,13 +188,23 @@ export interface BrokerControl {
   reset(): Promise<void>;
 }
 
-function runScript(command: 'start' | 'stop' | 'status' | 'reset', env: NodeJS.ProcessEnv, timeoutMs = 180_000): Promise<{ code: number; stdout: string; stderr: string }> {
+function runScript(
+  command: 'start' | 'stop' | 'status' | 'reset',
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 180_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile('bash', [SCRIPT, command], { env, timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      if (error && typeof error.code !== 'number') reject(new Error(`.ci/kafka.sh ${command}: ${error.message}\n${stderr}`));
-      else resolve({ code, stdout, stderr });
-    });
+    execFile(
+      'bash',
+      [SCRIPT, command],
+      { env, timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        if (error && typeof error.code !== 'number')
+          reject(new Error(`.ci/kafka.sh ${command}: ${error.message}\n${stderr}`));
+        else resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -184,7 +223,8 @@ export function brokerControl(instance?: BrokerInstance): BrokerControl {
   }
   const brokers = instance ? `127.0.0.1:${instance.port}` : (kafkaBrokers() ?? '127.0.0.1:29092');
   const check = (command: string, result: { code: number; stdout: string; stderr: string }) => {
-    if (result.code !== 0) throw new Error(`.ci/kafka.sh ${command} exited ${result.code}:\n${result.stderr}${result.stdout}`);
+    if (result.code !== 0)
+      throw new Error(`.ci/kafka.sh ${command} exited ${result.code}:\n${result.stderr}${result.stdout}`);
   };
   return {
     brokers,

@@ -28,7 +28,11 @@ async function dropDatabase(name: string): Promise<void> {
       await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
       return;
     } catch (err) {
-      if (attempt >= 20 || !/must be a member of the role|is being accessed by other users/.test((err as Error).message)) throw err;
+      if (
+        attempt >= 20 ||
+        !/must be a member of the role|is being accessed by other users/.test((err as Error).message)
+      )
+        throw err;
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -45,7 +49,11 @@ async function withAdmin<T>(fn: (client: Client) => Promise<T>): Promise<T> {
 }
 
 /** Runs one query against a database (for assertions on tables HCP does not expose). */
-export async function queryDatabase<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function queryDatabase<T = Record<string, unknown>>(
+  url: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
@@ -69,7 +77,9 @@ export async function dumpDatabaseText(url: string): Promise<string> {
     );
     const parts: string[] = [];
     for (const t of tables) {
-      const { rows } = await client.query(`SELECT t::text AS row FROM ${client.escapeIdentifier(t.schema)}.${client.escapeIdentifier(t.name)} t`);
+      const { rows } = await client.query(
+        `SELECT t::text AS row FROM ${client.escapeIdentifier(t.schema)}.${client.escapeIdentifier(t.name)} t`,
+      );
       parts.push(`-- ${t.schema}.${t.name}`, ...rows.map((r) => r.row as string));
     }
     return parts.join('\n');

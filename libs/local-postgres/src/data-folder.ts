@@ -6,7 +6,11 @@ import { CLUSTER_DIR, Context, Credentials, DB_USER } from './context';
 import { EmbeddedPostgresLogger, errorText, execFileAsync, exists, readIfExists, writeFileAtomically } from './support';
 
 /** The cluster's password, kept in the data folder (mode 0600) because initdb bakes it in. */
-export async function loadOrCreateCredentials(file: string, clusterExists: boolean, logger: EmbeddedPostgresLogger): Promise<Credentials> {
+export async function loadOrCreateCredentials(
+  file: string,
+  clusterExists: boolean,
+  logger: EmbeddedPostgresLogger,
+): Promise<Credentials> {
   const text = await readIfExists(file);
   if (text !== undefined) {
     const parsed: unknown = JSON.parse(text);
@@ -20,7 +24,9 @@ export async function loadOrCreateCredentials(file: string, clusterExists: boole
   }
   if (clusterExists) {
     // A new password would not match the one the cluster was initialised with.
-    throw new Error(`${file} is missing but the cluster in ${path.join(path.dirname(file), CLUSTER_DIR)} exists; restore the file, or remove the cluster to start empty`);
+    throw new Error(
+      `${file} is missing but the cluster in ${path.join(path.dirname(file), CLUSTER_DIR)} exists; restore the file, or remove the cluster to start empty`,
+    );
   }
   const credentials: Credentials = { user: DB_USER, password: randomBytes(24).toString('base64url') };
   // Never half-written: a torn file would lock us out of the cluster made with it.
@@ -31,7 +37,12 @@ export async function loadOrCreateCredentials(file: string, clusterExists: boole
 function isCredentials(value: unknown): value is Credentials {
   if (typeof value !== 'object' || value === null) return false;
   const record = value as Record<string, unknown>;
-  return typeof record.user === 'string' && record.user !== '' && typeof record.password === 'string' && record.password !== '';
+  return (
+    typeof record.user === 'string' &&
+    record.user !== '' &&
+    typeof record.password === 'string' &&
+    record.password !== ''
+  );
 }
 
 /**
@@ -42,7 +53,9 @@ export async function initCluster(ctx: Context): Promise<void> {
   if (await exists(ctx.pgdata)) {
     const entries = await fs.readdir(ctx.pgdata);
     if (entries.length > 0) {
-      throw new Error(`${ctx.pgdata} is not empty but holds no PostgreSQL cluster (no PG_VERSION); move it away to let HCP create one`);
+      throw new Error(
+        `${ctx.pgdata} is not empty but holds no PostgreSQL cluster (no PG_VERSION); move it away to let HCP create one`,
+      );
     }
     await fs.rmdir(ctx.pgdata);
   }

@@ -34,7 +34,9 @@ export async function takeOverLeftover(ctx: Context): Promise<number | undefined
   // Its backends may still be attached to the cluster's shared memory; the pid file is what lets a new
   // postmaster notice them, so it may only go once they are gone too.
   await waitForOrphanedBackends(ctx.pgdata);
-  ctx.logger.warn(`embedded PostgreSQL: removing the stale ${path.join(ctx.pgdata, 'postmaster.pid')} (pid ${info.pid ?? '?'} is no server of this cluster)`);
+  ctx.logger.warn(
+    `embedded PostgreSQL: removing the stale ${path.join(ctx.pgdata, 'postmaster.pid')} (pid ${info.pid ?? '?'} is no server of this cluster)`,
+  );
   await fs.rm(path.join(ctx.pgdata, 'postmaster.pid'), { force: true });
   return undefined;
 }
@@ -60,7 +62,9 @@ async function waitForOrphanedBackends(pgdata: string): Promise<void> {
     const pids = await processesInside(pgdata);
     if (pids.length === 0) return;
     if (Date.now() > deadline) {
-      throw new Error(`processes ${pids.join(', ')} still run inside ${pgdata} although its postmaster is gone; stop them before starting HCP`);
+      throw new Error(
+        `processes ${pids.join(', ')} still run inside ${pgdata} although its postmaster is gone; stop them before starting HCP`,
+      );
     }
     await sleep(100);
   }

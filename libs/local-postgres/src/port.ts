@@ -26,7 +26,9 @@ export async function portOfDataFolder(dataDir: string, logger: EmbeddedPostgres
   const text = (await readIfExists(file))?.trim();
   if (text !== undefined) {
     if (/^\d+$/.test(text) && isValidPort(Number(text))) return Number(text);
-    logger.warn(`embedded PostgreSQL: ${file} holds no port number (${JSON.stringify(text.slice(0, 40))}); choosing a new port`);
+    logger.warn(
+      `embedded PostgreSQL: ${file} holds no port number (${JSON.stringify(text.slice(0, 40))}); choosing a new port`,
+    );
   }
   // A folder from before ports were remembered (or whose file was lost) may have its server still running.
   const pgdata = path.join(dataDir, CLUSTER_DIR);

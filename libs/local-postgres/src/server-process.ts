@@ -26,18 +26,28 @@ export async function launch(ctx: Context): Promise<number> {
     child = spawn(
       path.join(ctx.binDir, 'postgres'),
       [
-        '-D', ctx.pgdata,
-        '-c', 'listen_addresses=127.0.0.1',
-        '-c', `port=${ctx.port}`,
+        '-D',
+        ctx.pgdata,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        `port=${ctx.port}`,
         // TCP on loopback only: no socket files in /tmp to collide with other servers or go stale.
-        '-c', 'unix_socket_directories=',
+        '-c',
+        'unix_socket_directories=',
         // A week of daily files inside the cluster, overwritten in turn, so a long-lived HCP never fills the disk.
-        '-c', 'logging_collector=on',
-        '-c', 'log_directory=log',
-        '-c', 'log_filename=postgresql-%a.log',
-        '-c', 'log_truncate_on_rotation=on',
-        '-c', 'log_rotation_age=1d',
-        '-c', 'log_rotation_size=0',
+        '-c',
+        'logging_collector=on',
+        '-c',
+        'log_directory=log',
+        '-c',
+        'log_filename=postgresql-%a.log',
+        '-c',
+        'log_truncate_on_rotation=on',
+        '-c',
+        'log_rotation_age=1d',
+        '-c',
+        'log_rotation_size=0',
       ],
       {
         cwd: ctx.pgdata,
@@ -73,11 +83,15 @@ export async function launch(ctx: Context): Promise<number> {
     if (info !== undefined && info.pid === pid && info.status === 'ready') break;
     if (Date.now() > deadline) {
       await shutdown(pid, ctx).catch(() => undefined);
-      throw new Error(`embedded PostgreSQL was not ready after ${READY_TIMEOUT_MS} ms; see ${logFile} and ${path.join(ctx.pgdata, 'log')}`);
+      throw new Error(
+        `embedded PostgreSQL was not ready after ${READY_TIMEOUT_MS} ms; see ${logFile} and ${path.join(ctx.pgdata, 'log')}`,
+      );
     }
     await sleep(POLL_MS);
   }
-  ctx.logger.log(`embedded PostgreSQL: listening on 127.0.0.1:${ctx.port} (pid ${pid}, logs in ${path.join(ctx.pgdata, 'log')})`);
+  ctx.logger.log(
+    `embedded PostgreSQL: listening on 127.0.0.1:${ctx.port} (pid ${pid}, logs in ${path.join(ctx.pgdata, 'log')})`,
+  );
   return pid;
 }
 
@@ -93,7 +107,10 @@ export async function shutdown(pid: number, ctx: Context): Promise<void> {
   for (const [signal, timeoutMs] of steps) {
     // Checked before every signal: the pid may by now belong to someone else.
     if ((await identify(pid, ctx.pgdata)) !== 'ours') return;
-    if (signal === 'SIGQUIT') ctx.logger.warn(`embedded PostgreSQL (pid ${pid}) ignored a fast shutdown for ${FAST_SHUTDOWN_TIMEOUT_MS} ms; sending an immediate shutdown`);
+    if (signal === 'SIGQUIT')
+      ctx.logger.warn(
+        `embedded PostgreSQL (pid ${pid}) ignored a fast shutdown for ${FAST_SHUTDOWN_TIMEOUT_MS} ms; sending an immediate shutdown`,
+      );
     try {
       process.kill(pid, signal);
     } catch (error) {
@@ -117,7 +134,10 @@ async function serverLogTail(pgdata: string, startupLog: string, maxChars = 1500
   const logDir = path.join(pgdata, 'log');
   const files = await fs.readdir(logDir).catch(() => [] as string[]);
   const dated = await Promise.all(
-    files.map(async (name) => ({ file: path.join(logDir, name), mtime: (await fs.stat(path.join(logDir, name))).mtimeMs })),
+    files.map(async (name) => ({
+      file: path.join(logDir, name),
+      mtime: (await fs.stat(path.join(logDir, name))).mtimeMs,
+    })),
   );
   const newest = dated.sort((a, b) => b.mtime - a.mtime)[0]?.file;
   const parts: string[] = [];

@@ -52,7 +52,9 @@ export async function writeFileAtomically(file: string, text: string, mode: numb
 }
 
 export function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;
+  return typeof error === 'object' && error !== null && 'code' in error
+    ? String((error as { code: unknown }).code)
+    : undefined;
 }
 
 export function errorText(error: unknown): string {

@@ -35,7 +35,8 @@ export class KafkaPublisher implements MessagePublisher {
     options: PublisherOptions = {},
   ) {
     assertValidMessagingConfig(config);
-    if (config.brokers.length === 0) throw new MessagingError('CONFIG', 'KafkaPublisher needs at least one broker (use LogPublisher without Kafka)');
+    if (config.brokers.length === 0)
+      throw new MessagingError('CONFIG', 'KafkaPublisher needs at least one broker (use LogPublisher without Kafka)');
     this.logger = options.logger ?? SILENT_LOGGER;
     this.onPublish = options.onPublish;
     const kafkaConfig: KafkaConfig = {
@@ -48,7 +49,12 @@ export class KafkaPublisher implements MessagePublisher {
       logLevel: toKafkaJsLogLevel(config.logLevel),
       logCreator: kafkaLogCreator(this.logger),
     };
-    if (config.sasl) kafkaConfig.sasl = { mechanism: config.sasl.mechanism, username: config.sasl.username, password: config.sasl.password } as KafkaConfig['sasl'];
+    if (config.sasl)
+      kafkaConfig.sasl = {
+        mechanism: config.sasl.mechanism,
+        username: config.sasl.username,
+        password: config.sasl.password,
+      } as KafkaConfig['sasl'];
     this.kafka = new Kafka(kafkaConfig);
   }
 
@@ -61,7 +67,8 @@ export class KafkaPublisher implements MessagePublisher {
   }
 
   async publish(topic: MessagingTopic, messages: readonly MessageEnvelope[]): Promise<void> {
-    if (!MESSAGING_TOPICS.includes(topic)) throw new MessagingError('CONFIG', `unknown topic role ${JSON.stringify(topic)}`);
+    if (!MESSAGING_TOPICS.includes(topic))
+      throw new MessagingError('CONFIG', `unknown topic role ${JSON.stringify(topic)}`);
     // Validate the whole batch before anything is sent: a malformed message is a bug, not an outage.
     const records = messages.map(toRecord);
     if (records.length === 0) return;
@@ -95,12 +102,25 @@ export class KafkaPublisher implements MessagePublisher {
             };
           }),
         });
-        for (const t of missing) this.logger.info({ component: 'messaging', topic: this.topicName(t), partitions: this.config.topics[t].partitions, retentionMs: this.config.topics[t].retentionMs }, `created Kafka topic ${this.topicName(t)}`);
+        for (const t of missing)
+          this.logger.info(
+            {
+              component: 'messaging',
+              topic: this.topicName(t),
+              partitions: this.config.topics[t].partitions,
+              retentionMs: this.config.topics[t].retentionMs,
+            },
+            `created Kafka topic ${this.topicName(t)}`,
+          );
       }
       return await this.describeTopics(admin, new Set(missing));
     } catch (error) {
       if (error instanceof MessagingError) throw error;
-      throw new MessagingError('TOPIC_SETUP', `could not ensure Kafka topics ${MESSAGING_TOPICS.map((t) => this.topicName(t)).join(', ')}: ${describe(error)}`, { cause: error });
+      throw new MessagingError(
+        'TOPIC_SETUP',
+        `could not ensure Kafka topics ${MESSAGING_TOPICS.map((t) => this.topicName(t)).join(', ')}: ${describe(error)}`,
+        { cause: error },
+      );
     } finally {
       await admin.disconnect().catch(() => undefined);
     }
@@ -142,7 +162,11 @@ export class KafkaPublisher implements MessagePublisher {
         })
         .catch(async (error: unknown) => {
           await producer.disconnect().catch(() => undefined);
-          throw new MessagingError('PUBLISH_FAILED', `could not connect to Kafka (${this.config.brokers.join(',')}): ${describe(error)}`, { cause: error });
+          throw new MessagingError(
+            'PUBLISH_FAILED',
+            `could not connect to Kafka (${this.config.brokers.join(',')}): ${describe(error)}`,
+            { cause: error },
+          );
         })
         .finally(() => {
           this.connecting = null;
@@ -165,7 +189,13 @@ export class KafkaPublisher implements MessagePublisher {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new MessagingError('PUBLISH_TIMEOUT', `publishing ${records.length} message(s) to ${topicName} was not acknowledged within ${this.config.publishTimeoutMs} ms`)),
+        () =>
+          reject(
+            new MessagingError(
+              'PUBLISH_TIMEOUT',
+              `publishing ${records.length} message(s) to ${topicName} was not acknowledged within ${this.config.publishTimeoutMs} ms`,
+            ),
+          ),
         this.config.publishTimeoutMs,
       );
     });
@@ -176,11 +206,31 @@ export class KafkaPublisher implements MessagePublisher {
       const failure =
         error instanceof MessagingError
           ? error
-          : new MessagingError('PUBLISH_FAILED', `publishing ${records.length} message(s) to ${topicName} failed: ${describe(error)}`, { cause: error });
+          : new MessagingError(
+              'PUBLISH_FAILED',
+              `publishing ${records.length} message(s) to ${topicName} failed: ${describe(error)}`,
+              { cause: error },
+            );
       // A producer whose send failed or timed out may hold unacknowledged sequence numbers: start afresh.
       await this.discardProducer();
-      this.logger.warn({ component: 'messaging', topic: topicName, messages: records.length, code: failure.code, err: { message: failure.message } }, 'Kafka publish failed; the caller retries from its checkpoint');
-      this.observe({ topic, topicName, messages: records.length, durationMs: Date.now() - started, outcome: 'failed', error: failure });
+      this.logger.warn(
+        {
+          component: 'messaging',
+          topic: topicName,
+          messages: records.length,
+          code: failure.code,
+          err: { message: failure.message },
+        },
+        'Kafka publish failed; the caller retries from its checkpoint',
+      );
+      this.observe({
+        topic,
+        topicName,
+        messages: records.length,
+        durationMs: Date.now() - started,
+        outcome: 'failed',
+        error: failure,
+      });
       throw failure;
     } finally {
       clearTimeout(timer);
@@ -210,10 +260,17 @@ export class KafkaPublisher implements MessagePublisher {
         resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ['retention.ms'] })),
       });
       retention = new Map(
-        described.resources.flatMap((r) => r.configEntries.filter((e) => e.configName === 'retention.ms').map((e) => [r.resourceName, Number(e.configValue)] as [string, number])),
+        described.resources.flatMap((r) =>
+          r.configEntries
+            .filter((e) => e.configName === 'retention.ms')
+            .map((e) => [r.resourceName, Number(e.configValue)] as [string, number]),
+        ),
       );
     } catch (error) {
-      this.logger.warn({ component: 'messaging', err: { message: describe(error) } }, 'could not read the retention of the Kafka topics');
+      this.logger.warn(
+        { component: 'messaging', err: { message: describe(error) } },
+        'could not read the retention of the Kafka topics',
+      );
     }
     return MESSAGING_TOPICS.map((topic) => {
       const config = this.config.topics[topic];
@@ -221,10 +278,16 @@ export class KafkaPublisher implements MessagePublisher {
       const retentionMs = retention.get(config.name) ?? null;
       if (!created.has(topic) && partitions !== config.partitions) {
         // Adding partitions would move keys to other partitions and break per-project order: ops decide.
-        this.logger.warn({ component: 'messaging', topic: config.name, partitions, configured: config.partitions }, `Kafka topic ${config.name} has ${partitions} partitions, not the configured ${config.partitions}; left as it is`);
+        this.logger.warn(
+          { component: 'messaging', topic: config.name, partitions, configured: config.partitions },
+          `Kafka topic ${config.name} has ${partitions} partitions, not the configured ${config.partitions}; left as it is`,
+        );
       }
       if (!created.has(topic) && retentionMs !== null && retentionMs !== config.retentionMs) {
-        this.logger.warn({ component: 'messaging', topic: config.name, retentionMs, configured: config.retentionMs }, `Kafka topic ${config.name} has retention.ms ${retentionMs}, not the configured ${config.retentionMs}; left as it is`);
+        this.logger.warn(
+          { component: 'messaging', topic: config.name, retentionMs, configured: config.retentionMs },
+          `Kafka topic ${config.name} has retention.ms ${retentionMs}, not the configured ${config.retentionMs}; left as it is`,
+        );
       }
       return { topic, name: config.name, created: created.has(topic), partitions, retentionMs };
     });
@@ -243,7 +306,9 @@ export class KafkaPublisher implements MessagePublisher {
 function describe(error: unknown): string {
   if (error instanceof Error) {
     const cause = (error as Error & { cause?: unknown }).cause;
-    return cause instanceof Error && cause.message && !error.message.includes(cause.message) ? `${error.message} (${cause.message})` : error.message;
+    return cause instanceof Error && cause.message && !error.message.includes(cause.message)
+      ? `${error.message} (${cause.message})`
+      : error.message;
   }
   return String(error);
 }

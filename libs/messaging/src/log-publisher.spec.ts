@@ -8,13 +8,23 @@ import { SILENT_LOGGER } from './messaging-logger';
 import { PublishObservation } from './publisher';
 
 const message = (n: number) =>
-  envelope({ event_id: `evt-${n}`, type: 'audit.job_succeeded', occurred_at: '2026-01-01T00:00:00.000Z', project_id: 'proj-1', trace_id: `trace-${n}`, payload: { n } });
+  envelope({
+    event_id: `evt-${n}`,
+    type: 'audit.job_succeeded',
+    occurred_at: '2026-01-01T00:00:00.000Z',
+    project_id: 'proj-1',
+    trace_id: `trace-${n}`,
+    payload: { n },
+  });
 
 describe('LogPublisher', () => {
   it('writes each message as one JSON line with topic, key, headers and the envelope', async () => {
     const lines: string[] = [];
     const observations: PublishObservation[] = [];
-    const publisher = new LogPublisher(messagingConfig(), { logger: jsonLinesLogger((l) => lines.push(l)), onPublish: (o) => observations.push(o) });
+    const publisher = new LogPublisher(messagingConfig(), {
+      logger: jsonLinesLogger((l) => lines.push(l)),
+      onPublish: (o) => observations.push(o),
+    });
     await publisher.connect();
     await publisher.publish('audit', [message(1), message(2)]);
     await publisher.publish('metering', []);
@@ -24,15 +34,27 @@ describe('LogPublisher', () => {
       expect(line.endsWith('\n')).toBe(true);
       expect(line.trimEnd()).not.toContain('\n');
       const entry = JSON.parse(line);
-      expect(entry).toMatchObject({ level: 'info', component: 'messaging', topic: 'hcp.audit.v1', key: 'proj-1', msg: 'hcp.audit.v1 message' });
-      expect(entry.headers).toMatchObject({ 'event-id': `evt-${i + 1}`, 'trace-id': `trace-${i + 1}`, 'schema-version': '1' });
+      expect(entry).toMatchObject({
+        level: 'info',
+        component: 'messaging',
+        topic: 'hcp.audit.v1',
+        key: 'proj-1',
+        msg: 'hcp.audit.v1 message',
+      });
+      expect(entry.headers).toMatchObject({
+        'event-id': `evt-${i + 1}`,
+        'trace-id': `trace-${i + 1}`,
+        'schema-version': '1',
+      });
       expect(entry.message).toEqual(message(i + 1));
     }
     expect(observations).toEqual([expect.objectContaining({ topic: 'audit', messages: 2, outcome: 'ok' })]);
   });
 
   it('reports the configured topics from ensureTopics without creating anything', async () => {
-    const publisher = new LogPublisher(messagingConfig({ topics: { metering: { name: 'm.v1', partitions: 2 } } }), { logger: SILENT_LOGGER });
+    const publisher = new LogPublisher(messagingConfig({ topics: { metering: { name: 'm.v1', partitions: 2 } } }), {
+      logger: SILENT_LOGGER,
+    });
     expect(await publisher.ensureTopics()).toEqual([
       { topic: 'audit', name: 'hcp.audit.v1', created: false, partitions: 6, retentionMs: null },
       { topic: 'metering', name: 'm.v1', created: false, partitions: 2, retentionMs: null },
@@ -42,7 +64,9 @@ describe('LogPublisher', () => {
   it('refuses invalid messages and use after disconnect', async () => {
     const lines: string[] = [];
     const publisher = new LogPublisher(messagingConfig(), { logger: jsonLinesLogger((l) => lines.push(l)) });
-    await expect(publisher.publish('audit', [message(1), { ...message(2), occurred_at: 'now' }])).rejects.toMatchObject({ code: 'INVALID_MESSAGE' });
+    await expect(publisher.publish('audit', [message(1), { ...message(2), occurred_at: 'now' }])).rejects.toMatchObject(
+      { code: 'INVALID_MESSAGE' },
+    );
     expect(lines).toHaveLength(0);
     await publisher.disconnect();
     await expect(publisher.publish('audit', [message(3)])).rejects.toBeInstanceOf(MessagingError);
@@ -67,7 +91,9 @@ describe('KafkaPublisher without a broker', () => {
   it('validates a batch before connecting, and an empty batch needs no broker', async () => {
     const publisher = new KafkaPublisher(messagingConfig({ brokers: ['127.0.0.1:1'] }));
     await expect(publisher.publish('audit', [])).resolves.toBeUndefined();
-    await expect(publisher.publish('audit', [{ ...message(1), event_id: '' }])).rejects.toMatchObject({ code: 'INVALID_MESSAGE' });
+    await expect(publisher.publish('audit', [{ ...message(1), event_id: '' }])).rejects.toMatchObject({
+      code: 'INVALID_MESSAGE',
+    });
     await publisher.disconnect();
     await expect(publisher.publish('audit', [message(1)])).rejects.toMatchObject({ code: 'PUBLISH_FAILED' });
   });

@@ -38,17 +38,33 @@ export class LogPublisher implements MessagePublisher {
 
   async ensureTopics(): Promise<TopicStatus[]> {
     this.assertOpen();
-    return MESSAGING_TOPICS.map((topic) => ({ topic, name: this.topicName(topic), created: false, partitions: this.config.topics[topic].partitions, retentionMs: null }));
+    return MESSAGING_TOPICS.map((topic) => ({
+      topic,
+      name: this.topicName(topic),
+      created: false,
+      partitions: this.config.topics[topic].partitions,
+      retentionMs: null,
+    }));
   }
 
   async publish(topic: MessagingTopic, messages: readonly MessageEnvelope[]): Promise<void> {
     this.assertOpen();
-    if (!MESSAGING_TOPICS.includes(topic)) throw new MessagingError('CONFIG', `unknown topic role ${JSON.stringify(topic)}`);
+    if (!MESSAGING_TOPICS.includes(topic))
+      throw new MessagingError('CONFIG', `unknown topic role ${JSON.stringify(topic)}`);
     const records = messages.map(toRecord);
     const topicName = this.topicName(topic);
     const started = Date.now();
     for (const record of records) {
-      this.logger.info({ component: 'messaging', topic: topicName, key: record.key, headers: record.headers, message: JSON.parse(record.value) as unknown }, `${topicName} message`);
+      this.logger.info(
+        {
+          component: 'messaging',
+          topic: topicName,
+          key: record.key,
+          headers: record.headers,
+          message: JSON.parse(record.value) as unknown,
+        },
+        `${topicName} message`,
+      );
     }
     if (records.length > 0 && this.onPublish) {
       try {

@@ -1,5 +1,13 @@
 import { MessagingError } from './errors';
-import { envelope, envelopeProblems, MAX_VALUE_BYTES, MESSAGE_SCHEMA_VERSION, parseEnvelope, PLATFORM_KEY, toRecord } from './message-envelope';
+import {
+  envelope,
+  envelopeProblems,
+  MAX_VALUE_BYTES,
+  MESSAGE_SCHEMA_VERSION,
+  parseEnvelope,
+  PLATFORM_KEY,
+  toRecord,
+} from './message-envelope';
 
 const base = () =>
   envelope({
@@ -40,7 +48,15 @@ describe('message envelope', () => {
     const record = toRecord(base());
     expect(record.key).toBe('proj-1');
     expect(JSON.parse(record.value)).toEqual(base());
-    expect(Object.keys(JSON.parse(record.value))).toEqual(['schema_version', 'event_id', 'type', 'occurred_at', 'project_id', 'trace_id', 'payload']);
+    expect(Object.keys(JSON.parse(record.value))).toEqual([
+      'schema_version',
+      'event_id',
+      'type',
+      'occurred_at',
+      'project_id',
+      'trace_id',
+      'payload',
+    ]);
     expect(record.headers).toEqual({
       'event-id': 'evt-1',
       'trace-id': '4bf92f3577b34da6a3ce929d0e0e4736',
@@ -63,7 +79,9 @@ describe('message envelope', () => {
   });
 
   it('refuses broken envelopes, naming the event and the fields', () => {
-    expect(invalid(() => toRecord({ ...base(), occurred_at: '2026-03-04 05:06' })).message).toMatch(/evt-1.*occurred_at/);
+    expect(invalid(() => toRecord({ ...base(), occurred_at: '2026-03-04 05:06' })).message).toMatch(
+      /evt-1.*occurred_at/,
+    );
     expect(invalid(() => toRecord({ ...base(), event_id: '' })).message).toMatch(/event_id/);
     expect(invalid(() => toRecord({ ...base(), schema_version: 0 })).message).toMatch(/schema_version/);
     expect(invalid(() => toRecord({ ...base(), project_id: '' })).message).toMatch(/project_id/);

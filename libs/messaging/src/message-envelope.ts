@@ -50,7 +50,13 @@ export const MAX_VALUE_BYTES = 900_000;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
 /** Builds an envelope at the current schema version. */
-export function envelope<P>(fields: Omit<MessageEnvelope<P>, 'schema_version' | 'trace_id' | 'occurred_at'> & { occurred_at: string | Date; trace_id?: string | null; schema_version?: number }): MessageEnvelope<P> {
+export function envelope<P>(
+  fields: Omit<MessageEnvelope<P>, 'schema_version' | 'trace_id' | 'occurred_at'> & {
+    occurred_at: string | Date;
+    trace_id?: string | null;
+    schema_version?: number;
+  },
+): MessageEnvelope<P> {
   return {
     schema_version: fields.schema_version ?? MESSAGE_SCHEMA_VERSION,
     event_id: fields.event_id,
@@ -70,9 +76,11 @@ export function envelopeProblems(value: unknown): string[] {
   const text = (field: string, max: number, nullable: boolean): void => {
     const v = e[field];
     if (v === null && nullable) return;
-    if (typeof v !== 'string' || v.length === 0 || v.length > max) problems.push(`${field} must be a non-empty string of at most ${max} characters${nullable ? ' or null' : ''}`);
+    if (typeof v !== 'string' || v.length === 0 || v.length > max)
+      problems.push(`${field} must be a non-empty string of at most ${max} characters${nullable ? ' or null' : ''}`);
   };
-  if (!Number.isInteger(e.schema_version) || (e.schema_version as number) < 1) problems.push('schema_version must be a positive integer');
+  if (!Number.isInteger(e.schema_version) || (e.schema_version as number) < 1)
+    problems.push('schema_version must be a positive integer');
   text('event_id', 200, false);
   text('type', 200, false);
   text('project_id', 200, true);
@@ -88,7 +96,10 @@ export function envelopeProblems(value: unknown): string[] {
 export function assertValidEnvelope(value: unknown): asserts value is MessageEnvelope {
   const problems = envelopeProblems(value);
   if (problems.length > 0) {
-    const id = typeof (value as { event_id?: unknown })?.event_id === 'string' ? ` ${(value as { event_id: string }).event_id}` : '';
+    const id =
+      typeof (value as { event_id?: unknown })?.event_id === 'string'
+        ? ` ${(value as { event_id: string }).event_id}`
+        : '';
     throw new MessagingError('INVALID_MESSAGE', `invalid message${id}: ${problems.join('; ')}`);
   }
 }
@@ -108,10 +119,17 @@ export function toRecord(message: MessageEnvelope): EnvelopeRecord {
       payload: message.payload,
     });
   } catch (error) {
-    throw new MessagingError('INVALID_MESSAGE', `invalid message ${message.event_id}: payload is not JSON-serialisable (${(error as Error).message})`, { cause: error });
+    throw new MessagingError(
+      'INVALID_MESSAGE',
+      `invalid message ${message.event_id}: payload is not JSON-serialisable (${(error as Error).message})`,
+      { cause: error },
+    );
   }
   if (Buffer.byteLength(value) > MAX_VALUE_BYTES) {
-    throw new MessagingError('INVALID_MESSAGE', `invalid message ${message.event_id}: ${Buffer.byteLength(value)} bytes, more than ${MAX_VALUE_BYTES}`);
+    throw new MessagingError(
+      'INVALID_MESSAGE',
+      `invalid message ${message.event_id}: ${Buffer.byteLength(value)} bytes, more than ${MAX_VALUE_BYTES}`,
+    );
   }
   const headers: Record<string, string> = {
     [HEADER_EVENT_ID]: message.event_id,
@@ -125,7 +143,8 @@ export function toRecord(message: MessageEnvelope): EnvelopeRecord {
 
 /** Parses and validates a record value (for consumers and tests). Throws INVALID_MESSAGE. */
 export function parseEnvelope<P = unknown>(value: Buffer | string | null | undefined): MessageEnvelope<P> {
-  if (value === null || value === undefined) throw new MessagingError('INVALID_MESSAGE', 'invalid message: empty value');
+  if (value === null || value === undefined)
+    throw new MessagingError('INVALID_MESSAGE', 'invalid message: empty value');
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));

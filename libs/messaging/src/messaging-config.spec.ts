@@ -1,5 +1,12 @@
 import { MessagingError } from './errors';
-import { assertValidMessagingConfig, DEFAULT_MESSAGING_CONFIG, describeMessagingConfig, loadMessagingConfig, MESSAGING_CONFIG_VARIABLES, messagingConfig } from './messaging-config';
+import {
+  assertValidMessagingConfig,
+  DEFAULT_MESSAGING_CONFIG,
+  describeMessagingConfig,
+  loadMessagingConfig,
+  MESSAGING_CONFIG_VARIABLES,
+  messagingConfig,
+} from './messaging-config';
 
 function configError(fn: () => unknown): MessagingError {
   try {
@@ -37,8 +44,18 @@ describe('loadMessagingConfig', () => {
       HCP_KAFKA_LOG_LEVEL: 'info',
     });
     expect(config.brokers).toEqual(['127.0.0.1:29092', 'kafka-2.internal:9092', '[::1]:9093']);
-    expect(config.topics.audit).toEqual({ name: 'acme.audit.v1', partitions: 12, replicationFactor: 3, retentionMs: -1 });
-    expect(config.topics.metering).toEqual({ name: 'acme.metering.v1', partitions: 3, replicationFactor: 3, retentionMs: 86_400_000 });
+    expect(config.topics.audit).toEqual({
+      name: 'acme.audit.v1',
+      partitions: 12,
+      replicationFactor: 3,
+      retentionMs: -1,
+    });
+    expect(config.topics.metering).toEqual({
+      name: 'acme.metering.v1',
+      partitions: 3,
+      replicationFactor: 3,
+      retentionMs: 86_400_000,
+    });
     expect(config).toMatchObject({ ssl: true, publishTimeoutMs: 15_000, logLevel: 'info', sasl: null });
   });
 
@@ -55,18 +72,34 @@ describe('loadMessagingConfig', () => {
         HCP_KAFKA_LOG_LEVEL: 'loud',
       }),
     );
-    for (const name of ['KAFKA_BROKERS', 'HCP_KAFKA_AUDIT_TOPIC', 'HCP_KAFKA_METERING_PARTITIONS', 'HCP_KAFKA_AUDIT_RETENTION_MS', 'HCP_KAFKA_SSL', 'HCP_KAFKA_SASL_USERNAME', 'HCP_KAFKA_LOG_LEVEL']) {
+    for (const name of [
+      'KAFKA_BROKERS',
+      'HCP_KAFKA_AUDIT_TOPIC',
+      'HCP_KAFKA_METERING_PARTITIONS',
+      'HCP_KAFKA_AUDIT_RETENTION_MS',
+      'HCP_KAFKA_SSL',
+      'HCP_KAFKA_SASL_USERNAME',
+      'HCP_KAFKA_LOG_LEVEL',
+    ]) {
       expect(error.message).toContain(name);
     }
     expect(error.message).not.toContain('hunter2-secret');
   });
 
   it('refuses one topic for both audit and metering', () => {
-    expect(configError(() => loadMessagingConfig({ HCP_KAFKA_AUDIT_TOPIC: 'x.v1', HCP_KAFKA_METERING_TOPIC: 'x.v1' })).message).toMatch(/both "x.v1"/);
+    expect(
+      configError(() => loadMessagingConfig({ HCP_KAFKA_AUDIT_TOPIC: 'x.v1', HCP_KAFKA_METERING_TOPIC: 'x.v1' }))
+        .message,
+    ).toMatch(/both "x.v1"/);
   });
 
   it('describes SASL by mechanism and user only', () => {
-    const config = loadMessagingConfig({ KAFKA_BROKERS: 'k:9092', HCP_KAFKA_SASL_MECHANISM: 'plain', HCP_KAFKA_SASL_USERNAME: 'hcp', HCP_KAFKA_SASL_PASSWORD: 'pw-value' });
+    const config = loadMessagingConfig({
+      KAFKA_BROKERS: 'k:9092',
+      HCP_KAFKA_SASL_MECHANISM: 'plain',
+      HCP_KAFKA_SASL_USERNAME: 'hcp',
+      HCP_KAFKA_SASL_PASSWORD: 'pw-value',
+    });
     expect(config.sasl).toEqual({ mechanism: 'plain', username: 'hcp', password: 'pw-value' });
     const line = describeMessagingConfig(config);
     expect(line).toContain('SASL plain as hcp');
@@ -91,8 +124,12 @@ describe('messagingConfig / assertValidMessagingConfig', () => {
 
   it('refuses a config the producer cannot honour', () => {
     expect(() => assertValidMessagingConfig(messagingConfig({ retries: 0 }))).toThrow(/retries/);
-    expect(() => assertValidMessagingConfig(messagingConfig({ topics: { audit: { partitions: 0 } } }))).toThrow(/partitions/);
-    expect(() => assertValidMessagingConfig(messagingConfig({ topics: { metering: { retentionMs: 0 } } }))).toThrow(/retentionMs/);
+    expect(() => assertValidMessagingConfig(messagingConfig({ topics: { audit: { partitions: 0 } } }))).toThrow(
+      /partitions/,
+    );
+    expect(() => assertValidMessagingConfig(messagingConfig({ topics: { metering: { retentionMs: 0 } } }))).toThrow(
+      /retentionMs/,
+    );
     expect(() => assertValidMessagingConfig(messagingConfig({ brokers: ['nope'] }))).toThrow(/host:port/);
     expect(() => assertValidMessagingConfig(messagingConfig())).not.toThrow();
   });

@@ -64,7 +64,11 @@ export const DEFAULT_MESSAGING_CONFIG: Readonly<MessagingConfig> = Object.freeze
 });
 
 /** A config with defaults for everything not given (topics merged field by field). */
-export function messagingConfig(overrides: Partial<Omit<MessagingConfig, 'topics'>> & { topics?: Partial<Record<MessagingTopic, Partial<TopicConfig>>> } = {}): MessagingConfig {
+export function messagingConfig(
+  overrides: Partial<Omit<MessagingConfig, 'topics'>> & {
+    topics?: Partial<Record<MessagingTopic, Partial<TopicConfig>>>;
+  } = {},
+): MessagingConfig {
   const { topics, ...rest } = overrides;
   return {
     ...DEFAULT_MESSAGING_CONFIG,
@@ -79,21 +83,54 @@ export function messagingConfig(overrides: Partial<Omit<MessagingConfig, 'topics
 
 /** The messaging variables, in the shape of the central CONFIG_VARIABLES table. */
 export const MESSAGING_CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; description: string }> = [
-  { name: 'KAFKA_BROKERS', default: '', description: 'Kafka bootstrap brokers host:port[,host:port...]; empty writes audit and metering messages to the log instead' },
+  {
+    name: 'KAFKA_BROKERS',
+    default: '',
+    description:
+      'Kafka bootstrap brokers host:port[,host:port...]; empty writes audit and metering messages to the log instead',
+  },
   { name: 'HCP_KAFKA_CLIENT_ID', default: 'hcp', description: 'Kafka client id' },
   { name: 'HCP_KAFKA_AUDIT_TOPIC', default: DEFAULT_AUDIT_TOPIC, description: 'topic of audit messages' },
-  { name: 'HCP_KAFKA_AUDIT_PARTITIONS', default: '6', description: 'partitions of the audit topic when HCP creates it' },
-  { name: 'HCP_KAFKA_AUDIT_RETENTION_MS', default: String(400 * DAY_MS), description: 'retention.ms of the audit topic when HCP creates it (-1: forever)' },
+  {
+    name: 'HCP_KAFKA_AUDIT_PARTITIONS',
+    default: '6',
+    description: 'partitions of the audit topic when HCP creates it',
+  },
+  {
+    name: 'HCP_KAFKA_AUDIT_RETENTION_MS',
+    default: String(400 * DAY_MS),
+    description: 'retention.ms of the audit topic when HCP creates it (-1: forever)',
+  },
   { name: 'HCP_KAFKA_METERING_TOPIC', default: DEFAULT_METERING_TOPIC, description: 'topic of metering messages' },
-  { name: 'HCP_KAFKA_METERING_PARTITIONS', default: '6', description: 'partitions of the metering topic when HCP creates it' },
-  { name: 'HCP_KAFKA_METERING_RETENTION_MS', default: String(35 * DAY_MS), description: 'retention.ms of the metering topic when HCP creates it (-1: forever)' },
+  {
+    name: 'HCP_KAFKA_METERING_PARTITIONS',
+    default: '6',
+    description: 'partitions of the metering topic when HCP creates it',
+  },
+  {
+    name: 'HCP_KAFKA_METERING_RETENTION_MS',
+    default: String(35 * DAY_MS),
+    description: 'retention.ms of the metering topic when HCP creates it (-1: forever)',
+  },
   { name: 'HCP_KAFKA_REPLICATION_FACTOR', default: '1', description: 'replication factor of topics HCP creates' },
   { name: 'HCP_KAFKA_SSL', default: 'false', description: 'connect to the brokers over TLS' },
-  { name: 'HCP_KAFKA_SASL_MECHANISM', default: '', description: 'plain, scram-sha-256 or scram-sha-512; empty: no SASL' },
+  {
+    name: 'HCP_KAFKA_SASL_MECHANISM',
+    default: '',
+    description: 'plain, scram-sha-256 or scram-sha-512; empty: no SASL',
+  },
   { name: 'HCP_KAFKA_SASL_USERNAME', default: '', description: 'SASL user name' },
   { name: 'HCP_KAFKA_SASL_PASSWORD', default: '', description: 'SASL password' },
-  { name: 'HCP_KAFKA_PUBLISH_TIMEOUT_MS', default: '60000', description: 'longest one publish may take before it fails and the projection retries from its checkpoint' },
-  { name: 'HCP_KAFKA_LOG_LEVEL', default: 'warn', description: 'kafkajs log level forwarded to the HCP log: nothing, error, warn, info or debug' },
+  {
+    name: 'HCP_KAFKA_PUBLISH_TIMEOUT_MS',
+    default: '60000',
+    description: 'longest one publish may take before it fails and the projection retries from its checkpoint',
+  },
+  {
+    name: 'HCP_KAFKA_LOG_LEVEL',
+    default: 'warn',
+    description: 'kafkajs log level forwarded to the HCP log: nothing, error, warn, info or debug',
+  },
 ];
 
 const LOG_LEVELS: readonly KafkaLogLevel[] = ['nothing', 'error', 'warn', 'info', 'debug'];
@@ -131,7 +168,9 @@ export function loadMessagingConfig(env: NodeJS.ProcessEnv = process.env): Messa
   const topicName = (name: string): string => {
     const value = raw(name);
     if (!TOPIC_NAME.test(value) || value === '.' || value === '..') {
-      problems.push(`${name}=${JSON.stringify(value.slice(0, 60))}: expected a Kafka topic name (letters, digits, ".", "_", "-")`);
+      problems.push(
+        `${name}=${JSON.stringify(value.slice(0, 60))}: expected a Kafka topic name (letters, digits, ".", "_", "-")`,
+      );
     }
     return value;
   };
@@ -145,13 +184,16 @@ export function loadMessagingConfig(env: NodeJS.ProcessEnv = process.env): Messa
   }
 
   const sslText = raw('HCP_KAFKA_SSL').toLowerCase();
-  if (!['true', 'false', '1', '0'].includes(sslText)) problems.push(`HCP_KAFKA_SSL=${JSON.stringify(sslText.slice(0, 20))}: expected true or false`);
+  if (!['true', 'false', '1', '0'].includes(sslText))
+    problems.push(`HCP_KAFKA_SSL=${JSON.stringify(sslText.slice(0, 20))}: expected true or false`);
 
   const mechanism = raw('HCP_KAFKA_SASL_MECHANISM').toLowerCase();
   let sasl: MessagingConfig['sasl'] = null;
   if (mechanism !== '') {
     if (!SASL_MECHANISMS.includes(mechanism as KafkaSaslMechanism)) {
-      problems.push(`HCP_KAFKA_SASL_MECHANISM=${JSON.stringify(mechanism.slice(0, 30))}: expected one of ${SASL_MECHANISMS.join(', ')}`);
+      problems.push(
+        `HCP_KAFKA_SASL_MECHANISM=${JSON.stringify(mechanism.slice(0, 30))}: expected one of ${SASL_MECHANISMS.join(', ')}`,
+      );
     }
     const username = env.HCP_KAFKA_SASL_USERNAME ?? '';
     const password = env.HCP_KAFKA_SASL_PASSWORD ?? '';
@@ -161,7 +203,10 @@ export function loadMessagingConfig(env: NodeJS.ProcessEnv = process.env): Messa
   }
 
   const logLevel = raw('HCP_KAFKA_LOG_LEVEL').toLowerCase() as KafkaLogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`HCP_KAFKA_LOG_LEVEL=${JSON.stringify(logLevel.slice(0, 20))}: expected one of ${LOG_LEVELS.join(', ')}`);
+  if (!LOG_LEVELS.includes(logLevel))
+    problems.push(
+      `HCP_KAFKA_LOG_LEVEL=${JSON.stringify(logLevel.slice(0, 20))}: expected one of ${LOG_LEVELS.join(', ')}`,
+    );
 
   const replicationFactor = int('HCP_KAFKA_REPLICATION_FACTOR', 1, 32);
   const config = messagingConfig({
@@ -187,16 +232,21 @@ export function loadMessagingConfig(env: NodeJS.ProcessEnv = process.env): Messa
     logLevel,
   });
   if (config.topics.audit.name === config.topics.metering.name) {
-    problems.push(`HCP_KAFKA_AUDIT_TOPIC and HCP_KAFKA_METERING_TOPIC are both ${JSON.stringify(config.topics.audit.name)}: use two topics`);
+    problems.push(
+      `HCP_KAFKA_AUDIT_TOPIC and HCP_KAFKA_METERING_TOPIC are both ${JSON.stringify(config.topics.audit.name)}: use two topics`,
+    );
   }
-  if (problems.length > 0) throw new MessagingError('CONFIG', `invalid messaging configuration:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0)
+    throw new MessagingError('CONFIG', `invalid messaging configuration:\n  - ${problems.join('\n  - ')}`);
   return config;
 }
 
 /** One line for the start-up log; never the SASL password. */
 export function describeMessagingConfig(config: MessagingConfig): string {
   if (config.brokers.length === 0) return 'messaging: no Kafka configured, audit and metering messages go to the log';
-  const topics = MESSAGING_TOPICS.map((t) => `${config.topics[t].name} (${config.topics[t].partitions} partitions)`).join(', ');
+  const topics = MESSAGING_TOPICS.map(
+    (t) => `${config.topics[t].name} (${config.topics[t].partitions} partitions)`,
+  ).join(', ');
   return `messaging: Kafka ${config.brokers.join(',')}${config.ssl ? ' over TLS' : ''}${config.sasl ? ` with SASL ${config.sasl.mechanism} as ${config.sasl.username}` : ''}; topics ${topics}`;
 }
 
@@ -205,14 +255,23 @@ export function assertValidMessagingConfig(config: MessagingConfig): void {
   const problems: string[] = [];
   for (const topic of MESSAGING_TOPICS) {
     const t = config.topics[topic];
-    if (!TOPIC_NAME.test(t.name) || t.name === '.' || t.name === '..') problems.push(`topics.${topic}.name ${JSON.stringify(t.name)} is not a Kafka topic name`);
-    if (!Number.isInteger(t.partitions) || t.partitions < 1) problems.push(`topics.${topic}.partitions must be a positive integer`);
-    if (!Number.isInteger(t.replicationFactor) || t.replicationFactor < 1) problems.push(`topics.${topic}.replicationFactor must be a positive integer`);
-    if (!Number.isInteger(t.retentionMs) || (t.retentionMs < 1 && t.retentionMs !== -1)) problems.push(`topics.${topic}.retentionMs must be positive or -1`);
+    if (!TOPIC_NAME.test(t.name) || t.name === '.' || t.name === '..')
+      problems.push(`topics.${topic}.name ${JSON.stringify(t.name)} is not a Kafka topic name`);
+    if (!Number.isInteger(t.partitions) || t.partitions < 1)
+      problems.push(`topics.${topic}.partitions must be a positive integer`);
+    if (!Number.isInteger(t.replicationFactor) || t.replicationFactor < 1)
+      problems.push(`topics.${topic}.replicationFactor must be a positive integer`);
+    if (!Number.isInteger(t.retentionMs) || (t.retentionMs < 1 && t.retentionMs !== -1))
+      problems.push(`topics.${topic}.retentionMs must be positive or -1`);
   }
-  if (config.topics.audit.name === config.topics.metering.name) problems.push('the audit and metering topics must differ');
-  if (!Number.isInteger(config.retries) || config.retries < 1) problems.push('retries must be at least 1 (the idempotent producer needs retries)');
-  if (!Number.isInteger(config.maxBatchMessages) || config.maxBatchMessages < 1) problems.push('maxBatchMessages must be a positive integer');
-  for (const broker of config.brokers) if (!BROKER.test(broker)) problems.push(`broker ${JSON.stringify(broker)} is not host:port`);
-  if (problems.length > 0) throw new MessagingError('CONFIG', `invalid messaging configuration:\n  - ${problems.join('\n  - ')}`);
+  if (config.topics.audit.name === config.topics.metering.name)
+    problems.push('the audit and metering topics must differ');
+  if (!Number.isInteger(config.retries) || config.retries < 1)
+    problems.push('retries must be at least 1 (the idempotent producer needs retries)');
+  if (!Number.isInteger(config.maxBatchMessages) || config.maxBatchMessages < 1)
+    problems.push('maxBatchMessages must be a positive integer');
+  for (const broker of config.brokers)
+    if (!BROKER.test(broker)) problems.push(`broker ${JSON.stringify(broker)} is not host:port`);
+  if (problems.length > 0)
+    throw new MessagingError('CONFIG', `invalid messaging configuration:\n  - ${problems.join('\n  - ')}`);
 }

@@ -42,7 +42,12 @@ describe('rewrap', () => {
     const rewrapped = await box.rewrap(sealed);
     expect(rewrapped.key.keyId).toBe('k2');
     expect(box.isCurrent(rewrapped)).toBe(true);
-    expect({ nonce: rewrapped.nonce, ciphertext: rewrapped.ciphertext, tag: rewrapped.tag, createdAt: rewrapped.createdAt }).toEqual({
+    expect({
+      nonce: rewrapped.nonce,
+      ciphertext: rewrapped.ciphertext,
+      tag: rewrapped.tag,
+      createdAt: rewrapped.createdAt,
+    }).toEqual({
       nonce: sealed.nonce,
       ciphertext: sealed.ciphertext,
       tag: sealed.tag,
@@ -91,7 +96,8 @@ describe('KeyRotation.rotateAll', () => {
     expect(await scanReferencedKeyIds(store.scan())).toEqual(['k2']);
     expect(keyUsage(store.rows.values())).toEqual([{ wrapper: 'local', keyId: 'k2', count: 7 }]);
     keyring.remove('k1');
-    for (const [id, sealed] of store.rows) expect(await box.openJson(sealed, aadOf(id))).toEqual(secretOf(id === 'r5' ? 'r5-new' : id));
+    for (const [id, sealed] of store.rows)
+      expect(await box.openJson(sealed, aadOf(id))).toEqual(secretOf(id === 'r5' ? 'r5-new' : id));
   });
 
   it('a second run finds nothing to do', async () => {
@@ -102,8 +108,17 @@ describe('KeyRotation.rotateAll', () => {
     keyring.add('k2', kek().raw);
     keyring.activate('k2');
     const rotation = new KeyRotation(box);
-    expect(await rotation.rotateAll(store.scan(), store.save)).toMatchObject({ scanned: 3, rewrapped: 3, alreadyCurrent: 0 });
-    expect(await rotation.rotateAll(store.scan(), store.save)).toMatchObject({ scanned: 3, rewrapped: 0, alreadyCurrent: 3, failed: [] });
+    expect(await rotation.rotateAll(store.scan(), store.save)).toMatchObject({
+      scanned: 3,
+      rewrapped: 3,
+      alreadyCurrent: 0,
+    });
+    expect(await rotation.rotateAll(store.scan(), store.save)).toMatchObject({
+      scanned: 3,
+      rewrapped: 0,
+      alreadyCurrent: 3,
+      failed: [],
+    });
   });
 
   it('keeps at most `concurrency` rows in flight and does not leak what a failing save threw', async () => {
@@ -126,7 +141,11 @@ describe('KeyRotation.rotateAll', () => {
     const result = await new KeyRotation(box).rotateAll(store.scan(5), save, { concurrency: 3 });
     expect(maxInFlight).toBeLessThanOrEqual(3);
     expect(maxInFlight).toBeGreaterThan(1);
-    expect(result).toMatchObject({ scanned: 20, rewrapped: 19, failed: [{ id: 'r7', code: 'ERROR', message: 'saving or re-wrapping failed' }] });
+    expect(result).toMatchObject({
+      scanned: 20,
+      rewrapped: 19,
+      failed: [{ id: 'r7', code: 'ERROR', message: 'saving or re-wrapping failed' }],
+    });
     expect(JSON.stringify(result)).not.toContain(MARKER);
   });
 
@@ -138,8 +157,13 @@ describe('KeyRotation.rotateAll', () => {
     for (let i = 0; i < 10; i++) store.rows.set(`r${i}`, await box.seal(secretOf(`${i}`), aadOf(`${i}`)));
     keyring.add('k2', kek().raw);
     keyring.activate('k2');
-    const result = await new KeyRotation(box).rotateAll(store.scan(1), store.save, { concurrency: 1, stopOnError: true });
-    expect(result.failed).toEqual([{ id: 'bad', code: 'UNSUPPORTED_VERSION', message: expect.stringContaining('format version 9') }]);
+    const result = await new KeyRotation(box).rotateAll(store.scan(1), store.save, {
+      concurrency: 1,
+      stopOnError: true,
+    });
+    expect(result.failed).toEqual([
+      { id: 'bad', code: 'UNSUPPORTED_VERSION', message: expect.stringContaining('format version 9') },
+    ]);
     expect(result.scanned).toBe(1);
   });
 
@@ -159,7 +183,9 @@ describe('KeyRotation.rotateAll', () => {
       await new Promise((r) => setTimeout(r, 5));
       saved.push(id);
     };
-    await expect(new KeyRotation(box).rotateAll(failingSource(), save, { concurrency: 4 })).rejects.toThrow('connection lost');
+    await expect(new KeyRotation(box).rotateAll(failingSource(), save, { concurrency: 4 })).rejects.toThrow(
+      'connection lost',
+    );
     expect(saved.sort()).toEqual(['a', 'b']);
   });
 
@@ -197,11 +223,9 @@ describe('KeyRotation.rotateAll', () => {
         await new Promise((r) => setImmediate(r));
       }
     };
-    const rotation = new KeyRotation(box)
-      .rotateAll(store.scan(10), store.save, { concurrency: 4 })
-      .finally(() => {
-        rotationDone = true;
-      });
+    const rotation = new KeyRotation(box).rotateAll(store.scan(10), store.save, { concurrency: 4 }).finally(() => {
+      rotationDone = true;
+    });
     const [result] = await Promise.all([rotation, reader(0), reader(3), reader(5), writer()]);
     expect(reads).toBeGreaterThan(50);
     expect(result.failed).toEqual([]);
@@ -210,7 +234,8 @@ describe('KeyRotation.rotateAll', () => {
     // Step 4: nothing references k1 any more, so it goes; every row still opens.
     expect(referencedKeyIds(store.rows.values())).toEqual(['k2']);
     const onlyK2 = new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k2:${k2.b64}`, undefined)));
-    for (const [id, sealed] of store.rows) expect(await onlyK2.openJson(sealed, aadOf(id))).toEqual(secretOf(id.startsWith('w') ? id : id.slice(1)));
+    for (const [id, sealed] of store.rows)
+      expect(await onlyK2.openJson(sealed, aadOf(id))).toEqual(secretOf(id.startsWith('w') ? id : id.slice(1)));
   });
 
   it('shows why every process needs the new KEK before any process activates it', async () => {
@@ -223,7 +248,9 @@ describe('KeyRotation.rotateAll', () => {
     processA.add('k2', Buffer.from(k2.b64, 'base64'));
     processA.activate('k2');
     const sealedByA = await boxA.seal(secretOf('x'), aadOf('x'));
-    expect((await failure(() => boxB.open(sealedByA, aadOf('x')))).message).toMatch(/"k2", which is not in the keyring/);
+    expect((await failure(() => boxB.open(sealedByA, aadOf('x')))).message).toMatch(
+      /"k2", which is not in the keyring/,
+    );
     processB.add('k2', Buffer.from(k2.b64, 'base64')); // step 1 done on B as well
     expect(await boxB.openJson(sealedByA, aadOf('x'))).toEqual(secretOf('x'));
   });

@@ -60,7 +60,11 @@ export interface KeyUsage {
 export class KeyRotation {
   constructor(private readonly box: SecretBox) {}
 
-  async rotateAll(source: AsyncIterable<RotationRow> | Iterable<RotationRow>, save: RotationSave, options: RotationOptions = {}): Promise<RotationResult> {
+  async rotateAll(
+    source: AsyncIterable<RotationRow> | Iterable<RotationRow>,
+    save: RotationSave,
+    options: RotationOptions = {},
+  ): Promise<RotationResult> {
     const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8));
     const result: RotationResult = { scanned: 0, rewrapped: 0, alreadyCurrent: 0, skipped: 0, failed: [] };
     const running = new Set<Promise<void>>();
@@ -119,7 +123,12 @@ export function keyUsage(sealed: Iterable<unknown>): KeyUsage[] {
   for (const value of sealed) {
     const s = parseSealedSecret(value);
     const label = kekLabel(s.key.wrapper, s.key.keyId, s.key.keyVersion);
-    const entry = counts.get(label) ?? { wrapper: s.key.wrapper, keyId: s.key.keyId, ...(s.key.keyVersion !== undefined ? { keyVersion: s.key.keyVersion } : {}), count: 0 };
+    const entry = counts.get(label) ?? {
+      wrapper: s.key.wrapper,
+      keyId: s.key.keyId,
+      ...(s.key.keyVersion !== undefined ? { keyVersion: s.key.keyVersion } : {}),
+      count: 0,
+    };
     entry.count++;
     counts.set(label, entry);
   }
@@ -138,7 +147,8 @@ export function referencedKeyIds(sealed: Iterable<unknown>): string[] {
 export async function scanReferencedKeyIds(source: AsyncIterable<unknown> | Iterable<unknown>): Promise<string[]> {
   const ids = new Set<string>();
   for await (const value of source as AsyncIterable<unknown>) {
-    const sealed = value !== null && typeof value === 'object' && 'sealed' in value ? (value as RotationRow).sealed : value;
+    const sealed =
+      value !== null && typeof value === 'object' && 'sealed' in value ? (value as RotationRow).sealed : value;
     ids.add(parseSealedSecret(sealed).key.keyId);
   }
   return [...ids].sort();

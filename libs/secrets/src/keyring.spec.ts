@@ -26,12 +26,37 @@ describe('Keyring from the environment form', () => {
   const cases: Array<[string, string, string | undefined, RegExp]> = [
     ['empty value', ' , ', undefined, /HCP_SECRETS_KEKS is empty/],
     ['entry without id', k.b64, undefined, /entry 1 is not of the form id:<base64 key>/],
-    ['bad base64', `k1:${k.b64.slice(0, 20)}!!${k.b64.slice(22)}`, undefined, /HCP_SECRETS_KEKS key "k1" is not valid base64/],
+    [
+      'bad base64',
+      `k1:${k.b64.slice(0, 20)}!!${k.b64.slice(22)}`,
+      undefined,
+      /HCP_SECRETS_KEKS key "k1" is not valid base64/,
+    ],
     ['url-safe alphabet', `k1:${'-'.repeat(43)}=`, undefined, /not valid base64/],
-    ['wrong key length (16 bytes)', `k1:${kek().raw.subarray(0, 16).toString('base64')}`, undefined, /key "k1" decodes to 16 bytes, expected 32/],
-    ['wrong key length (33 bytes)', `k1:${Buffer.concat([kek().raw, Buffer.from([1])]).toString('base64')}`, undefined, /decodes to 33 bytes, expected 32/],
-    ['active id missing', `k1:${kek().b64},k2:${kek().b64}`, 'k3', /HCP_SECRETS_ACTIVE_KEK="k3" names no key in HCP_SECRETS_KEKS \(known ids: k1, k2\)/],
-    ['several keys without an active id', `k1:${kek().b64},k2:${kek().b64}`, undefined, /holds 2 keys; set HCP_SECRETS_ACTIVE_KEK/],
+    [
+      'wrong key length (16 bytes)',
+      `k1:${kek().raw.subarray(0, 16).toString('base64')}`,
+      undefined,
+      /key "k1" decodes to 16 bytes, expected 32/,
+    ],
+    [
+      'wrong key length (33 bytes)',
+      `k1:${Buffer.concat([kek().raw, Buffer.from([1])]).toString('base64')}`,
+      undefined,
+      /decodes to 33 bytes, expected 32/,
+    ],
+    [
+      'active id missing',
+      `k1:${kek().b64},k2:${kek().b64}`,
+      'k3',
+      /HCP_SECRETS_ACTIVE_KEK="k3" names no key in HCP_SECRETS_KEKS \(known ids: k1, k2\)/,
+    ],
+    [
+      'several keys without an active id',
+      `k1:${kek().b64},k2:${kek().b64}`,
+      undefined,
+      /holds 2 keys; set HCP_SECRETS_ACTIVE_KEK/,
+    ],
     ['duplicate id', `k1:${kek().b64},k1:${kek().b64}`, 'k1', /names key id "k1" twice/],
     ['invalid id', `bad id!:${kek().b64}`, undefined, /entry 1 has \(an invalid id, not shown\)/],
   ];
@@ -127,23 +152,26 @@ describe('Keyring from a file', () => {
     expect(Keyring.fromFile(write('b.json', body, 0o400)).ids()).toEqual(['k1', 'k2']);
   });
 
-  it('lets HCP_SECRETS_ACTIVE_KEK override the file\'s active id', () => {
+  it("lets HCP_SECRETS_ACTIVE_KEK override the file's active id", () => {
     const body = JSON.stringify({ activeKeyId: 'k1', keys: { k1: kek().b64, k2: kek().b64 } });
     expect(Keyring.fromFile(write('a.json', body, 0o600), 'k2').activeKeyId).toBe('k2');
   });
 
-  posixIt.each([0o644, 0o640, 0o604, 0o660, 0o606, 0o700 | 0o010])('refuses mode %o: group or others have access', (mode) => {
-    const file = write('k.json', JSON.stringify({ activeKeyId: 'k1', keys: { k1: kek().b64 } }), mode);
-    let error: SecretsError | undefined;
-    try {
-      Keyring.fromFile(file);
-    } catch (e) {
-      error = e as SecretsError;
-    }
-    expect(error?.code).toBe('CONFIG');
-    expect(error?.message).toContain(`key-encryption keyring ${file} has mode 0${(mode & 0o777).toString(8)}`);
-    expect(error?.message).toContain(`chmod 600 ${file}`);
-  });
+  posixIt.each([0o644, 0o640, 0o604, 0o660, 0o606, 0o700 | 0o010])(
+    'refuses mode %o: group or others have access',
+    (mode) => {
+      const file = write('k.json', JSON.stringify({ activeKeyId: 'k1', keys: { k1: kek().b64 } }), mode);
+      let error: SecretsError | undefined;
+      try {
+        Keyring.fromFile(file);
+      } catch (e) {
+        error = e as SecretsError;
+      }
+      expect(error?.code).toBe('CONFIG');
+      expect(error?.message).toContain(`key-encryption keyring ${file} has mode 0${(mode & 0o777).toString(8)}`);
+      expect(error?.message).toContain(`chmod 600 ${file}`);
+    },
+  );
 
   it('does not check modes on Windows, where they mean nothing', () => {
     expect(() => assertPrivateMode('x', 0o100666, 'keyring', 'win32')).not.toThrow();
@@ -152,7 +180,9 @@ describe('Keyring from a file', () => {
 
   it('refuses a missing file, a folder, and JSON that is not a keyring, without quoting the content', () => {
     const k1 = kek();
-    expect(() => Keyring.fromFile(path.join(dir, 'missing.json'))).toThrow(/cannot open key-encryption keyring .*missing.json \(ENOENT\)/);
+    expect(() => Keyring.fromFile(path.join(dir, 'missing.json'))).toThrow(
+      /cannot open key-encryption keyring .*missing.json \(ENOENT\)/,
+    );
     fs.mkdirSync(path.join(dir, 'folder'), { mode: 0o700 });
     expect(() => Keyring.fromFile(path.join(dir, 'folder'))).toThrow(/is not a regular file/);
     const broken = write('broken.json', `{"keys": {"k1": "${k1.b64}" oops`, 0o600);
@@ -167,14 +197,20 @@ describe('Keyring from a file', () => {
     expect(brokenError.message).toMatch(/is not valid JSON$/);
     expect(errorText(brokenError)).not.toContain(k1.b64);
     expect(() => Keyring.fromFile(write('arr.json', '[]', 0o600))).toThrow(/expected a JSON object/);
-    expect(() => Keyring.fromFile(write('nokeys.json', '{"activeKeyId":"k1","keys":{}}', 0o600))).toThrow(/"keys" must be a non-empty object/);
-    expect(() => Keyring.fromFile(write('short.json', JSON.stringify({ keys: { k1: k1.raw.subarray(0, 24).toString('base64') } }), 0o600))).toThrow(
-      /key "k1" decodes to 24 bytes, expected 32/,
+    expect(() => Keyring.fromFile(write('nokeys.json', '{"activeKeyId":"k1","keys":{}}', 0o600))).toThrow(
+      /"keys" must be a non-empty object/,
     );
-    expect(() => Keyring.fromFile(write('two.json', JSON.stringify({ keys: { k1: kek().b64, k2: kek().b64 } }), 0o600))).toThrow(/"activeKeyId" is required/);
-    expect(() => Keyring.fromFile(write('act.json', JSON.stringify({ activeKeyId: 'k9', keys: { k1: kek().b64 } }), 0o600))).toThrow(
-      /active key id "k9" names no key in the file \(known ids: k1\)/,
-    );
+    expect(() =>
+      Keyring.fromFile(
+        write('short.json', JSON.stringify({ keys: { k1: k1.raw.subarray(0, 24).toString('base64') } }), 0o600),
+      ),
+    ).toThrow(/key "k1" decodes to 24 bytes, expected 32/);
+    expect(() =>
+      Keyring.fromFile(write('two.json', JSON.stringify({ keys: { k1: kek().b64, k2: kek().b64 } }), 0o600)),
+    ).toThrow(/"activeKeyId" is required/);
+    expect(() =>
+      Keyring.fromFile(write('act.json', JSON.stringify({ activeKeyId: 'k9', keys: { k1: kek().b64 } }), 0o600)),
+    ).toThrow(/active key id "k9" names no key in the file \(known ids: k1\)/);
   });
 
   it('ensureKeyringFile creates a 0600 keyring once and reads the same key afterwards', async () => {

@@ -35,7 +35,9 @@ export class Keyring {
   constructor(activeKeyId: string, keys: Iterable<[string, Buffer]>) {
     for (const [id, key] of keys) this.add(id, key);
     if (!this.#keys.has(activeKeyId)) {
-      throw configError(`active key-encryption key ${quoteId(activeKeyId)} is not in the keyring (known ids: ${this.ids().join(', ') || 'none'})`);
+      throw configError(
+        `active key-encryption key ${quoteId(activeKeyId)} is not in the keyring (known ids: ${this.ids().join(', ') || 'none'})`,
+      );
     }
     this.#activeKeyId = activeKeyId;
   }
@@ -55,9 +57,11 @@ export class Keyring {
   /** Adds a KEK (32 bytes); the buffer is zeroed after import. Adding an existing id is refused. */
   add(id: string, key: Buffer): void {
     try {
-      if (!KEK_ID_PATTERN.test(id)) throw configError(`key-encryption key id ${quoteId(id)} must match ${KEK_ID_PATTERN}`);
+      if (!KEK_ID_PATTERN.test(id))
+        throw configError(`key-encryption key id ${quoteId(id)} must match ${KEK_ID_PATTERN}`);
       if (this.#keys.has(id)) throw configError(`key-encryption key id ${quoteId(id)} appears twice`);
-      if (key.length !== KEK_BYTES) throw configError(`key-encryption key ${quoteId(id)} is ${key.length} bytes, expected ${KEK_BYTES} (AES-256)`);
+      if (key.length !== KEK_BYTES)
+        throw configError(`key-encryption key ${quoteId(id)} is ${key.length} bytes, expected ${KEK_BYTES} (AES-256)`);
       this.#keys.set(id, createSecretKey(key)); // copies into native memory; the buffer is zeroed below
     } finally {
       key.fill(0);
@@ -86,7 +90,9 @@ export class Keyring {
   }
 
   [inspect.custom](): string {
-    return `Keyring { activeKeyId: ${JSON.stringify(this.#activeKeyId)}, keyIds: [${this.ids().map((i) => JSON.stringify(i)).join(', ')}] }`;
+    return `Keyring { activeKeyId: ${JSON.stringify(this.#activeKeyId)}, keyIds: [${this.ids()
+      .map((i) => JSON.stringify(i))
+      .join(', ')}] }`;
   }
 
   /** A fresh random 32-byte KEK, e.g. for `ensureKeyringFile` or an ops tool. */
@@ -107,29 +113,37 @@ export class Keyring {
       .split(',')
       .map((e) => e.trim())
       .filter((e) => e.length > 0);
-    if (entries.length === 0) throw configError(`${names.keks} is empty: expected id:<base64 of ${KEK_BYTES} bytes>[,id:<base64>...]`);
+    if (entries.length === 0)
+      throw configError(`${names.keks} is empty: expected id:<base64 of ${KEK_BYTES} bytes>[,id:<base64>...]`);
     const keys: Array<[string, Buffer]> = [];
     try {
       entries.forEach((entry, index) => {
         const colon = entry.indexOf(':');
         if (colon <= 0) throw configError(`${names.keks} entry ${index + 1} is not of the form id:<base64 key>`);
         const id = entry.slice(0, colon).trim();
-        if (!KEK_ID_PATTERN.test(id)) throw configError(`${names.keks} entry ${index + 1} has ${quoteId(id)}; ids must match ${KEK_ID_PATTERN}`);
+        if (!KEK_ID_PATTERN.test(id))
+          throw configError(`${names.keks} entry ${index + 1} has ${quoteId(id)}; ids must match ${KEK_ID_PATTERN}`);
         if (keys.some(([known]) => known === id)) throw configError(`${names.keks} names key id ${quoteId(id)} twice`);
         const key = decodeBase64Strict(entry.slice(colon + 1).trim(), `${names.keks} key ${quoteId(id)}`, 'CONFIG');
         if (key.length !== KEK_BYTES) {
           key.fill(0);
-          throw configError(`${names.keks} key ${quoteId(id)} decodes to ${key.length} bytes, expected ${KEK_BYTES} (AES-256)`);
+          throw configError(
+            `${names.keks} key ${quoteId(id)} decodes to ${key.length} bytes, expected ${KEK_BYTES} (AES-256)`,
+          );
         }
         keys.push([id, key]);
       });
       const active = activeKeyId?.trim() || undefined;
       if (active === undefined && keys.length > 1) {
-        throw configError(`${names.keks} holds ${keys.length} keys; set ${names.active} to the id new secrets are wrapped with (one of ${keys.map(([id]) => id).join(', ')})`);
+        throw configError(
+          `${names.keks} holds ${keys.length} keys; set ${names.active} to the id new secrets are wrapped with (one of ${keys.map(([id]) => id).join(', ')})`,
+        );
       }
       const activeId = active ?? keys[0][0];
       if (!keys.some(([id]) => id === activeId)) {
-        throw configError(`${names.active}=${quoteId(activeId)} names no key in ${names.keks} (known ids: ${keys.map(([id]) => id).join(', ')})`);
+        throw configError(
+          `${names.active}=${quoteId(activeId)} names no key in ${names.keks} (known ids: ${keys.map(([id]) => id).join(', ')})`,
+        );
       }
       return new Keyring(activeId, keys);
     } finally {
@@ -142,7 +156,8 @@ export class Keyring {
    * `source` names the file in messages.
    */
   static fromJson(json: unknown, source: string, activeOverride?: string): Keyring {
-    if (typeof json !== 'object' || json === null || Array.isArray(json)) throw configError(`${source}: expected a JSON object { "activeKeyId": ..., "keys": { id: base64 } }`);
+    if (typeof json !== 'object' || json === null || Array.isArray(json))
+      throw configError(`${source}: expected a JSON object { "activeKeyId": ..., "keys": { id: base64 } }`);
     const { activeKeyId, keys } = json as { activeKeyId?: unknown; keys?: unknown };
     if (typeof keys !== 'object' || keys === null || Array.isArray(keys) || Object.keys(keys).length === 0) {
       throw configError(`${source}: "keys" must be a non-empty object of id -> base64 of ${KEK_BYTES} bytes`);
@@ -150,21 +165,27 @@ export class Keyring {
     const entries: Array<[string, Buffer]> = [];
     try {
       for (const [id, value] of Object.entries(keys as Record<string, unknown>)) {
-        if (!KEK_ID_PATTERN.test(id)) throw configError(`${source}: key id ${quoteId(id)} must match ${KEK_ID_PATTERN}`);
+        if (!KEK_ID_PATTERN.test(id))
+          throw configError(`${source}: key id ${quoteId(id)} must match ${KEK_ID_PATTERN}`);
         const key = decodeBase64Strict(value, `${source}: key ${quoteId(id)}`, 'CONFIG');
         if (key.length !== KEK_BYTES) {
           key.fill(0);
-          throw configError(`${source}: key ${quoteId(id)} decodes to ${key.length} bytes, expected ${KEK_BYTES} (AES-256)`);
+          throw configError(
+            `${source}: key ${quoteId(id)} decodes to ${key.length} bytes, expected ${KEK_BYTES} (AES-256)`,
+          );
         }
         entries.push([id, key]);
       }
       const active = activeOverride?.trim() || (typeof activeKeyId === 'string' ? activeKeyId : undefined);
       if (active === undefined) {
-        if (entries.length !== 1) throw configError(`${source}: "activeKeyId" is required when the file holds more than one key`);
+        if (entries.length !== 1)
+          throw configError(`${source}: "activeKeyId" is required when the file holds more than one key`);
         return new Keyring(entries[0][0], entries);
       }
       if (!entries.some(([id]) => id === active)) {
-        throw configError(`${source}: active key id ${quoteId(active)} names no key in the file (known ids: ${entries.map(([id]) => id).join(', ')})`);
+        throw configError(
+          `${source}: active key id ${quoteId(active)} names no key in the file (known ids: ${entries.map(([id]) => id).join(', ')})`,
+        );
       }
       return new Keyring(active, entries);
     } finally {
@@ -216,7 +237,12 @@ export function readPrivateFile(file: string, what: string): Buffer {
 }
 
 /** Refuses group or world access bits. POSIX only: on Windows the mode bits say nothing. */
-export function assertPrivateMode(file: string, mode: number, what = 'key-encryption keyring', platform: NodeJS.Platform = process.platform): void {
+export function assertPrivateMode(
+  file: string,
+  mode: number,
+  what = 'key-encryption keyring',
+  platform: NodeJS.Platform = process.platform,
+): void {
   if (platform === 'win32') return;
   if ((mode & 0o077) !== 0) {
     const shown = (mode & 0o777).toString(8).padStart(4, '0');
@@ -237,14 +263,20 @@ export function ensureKeyringFile(file: string, keyId = 'local-1'): Keyring {
   if (!fs.existsSync(resolved)) {
     fs.mkdirSync(path.dirname(resolved), { recursive: true, mode: 0o700 });
     const key = Keyring.generateKey();
-    const body = Buffer.from(`${JSON.stringify({ activeKeyId: keyId, keys: { [keyId]: encodeBase64(key) } }, null, 2)}\n`, 'utf8');
+    const body = Buffer.from(
+      `${JSON.stringify({ activeKeyId: keyId, keys: { [keyId]: encodeBase64(key) } }, null, 2)}\n`,
+      'utf8',
+    );
     key.fill(0);
     let fd: number | undefined;
     try {
       fd = fs.openSync(resolved, 'wx', 0o600);
       fs.writeSync(fd, body);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw configError(`cannot create key-encryption keyring ${resolved} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw configError(
+          `cannot create key-encryption keyring ${resolved} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        );
     } finally {
       body.fill(0);
       if (fd !== undefined) fs.closeSync(fd);

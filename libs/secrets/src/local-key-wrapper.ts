@@ -31,7 +31,8 @@ export class LocalKeyWrapper implements KeyWrapper {
   async wrap(dataKey: Buffer): Promise<WrappedKey> {
     const keyId = this.#keyring.activeKeyId;
     const kek = this.#keyring.keyObject(keyId);
-    if (!kek) throw new SecretsError('UNKNOWN_KEY', `active key-encryption key ${JSON.stringify(keyId)} is not in the keyring`);
+    if (!kek)
+      throw new SecretsError('UNKNOWN_KEY', `active key-encryption key ${JSON.stringify(keyId)} is not in the keyring`);
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', kek, nonce, { authTagLength: TAG_BYTES });
     cipher.setAAD(aadFor(keyId));
@@ -40,7 +41,11 @@ export class LocalKeyWrapper implements KeyWrapper {
   }
 
   async unwrap(wrapped: WrappedKey): Promise<Buffer> {
-    if (wrapped.wrapper !== this.id) throw new SecretsError('UNKNOWN_KEY', `data key was wrapped by ${JSON.stringify(wrapped.wrapper)}, not by the local keyring`);
+    if (wrapped.wrapper !== this.id)
+      throw new SecretsError(
+        'UNKNOWN_KEY',
+        `data key was wrapped by ${JSON.stringify(wrapped.wrapper)}, not by the local keyring`,
+      );
     const kek = this.#keyring.keyObject(wrapped.keyId);
     if (!kek) {
       throw new SecretsError(
@@ -49,7 +54,8 @@ export class LocalKeyWrapper implements KeyWrapper {
       );
     }
     const body = decodeBase64Strict(wrapped.ciphertext, 'wrapped data key', 'INVALID_ENVELOPE');
-    if (body.length <= NONCE_BYTES + TAG_BYTES) throw new SecretsError('INVALID_ENVELOPE', 'wrapped data key is too short');
+    if (body.length <= NONCE_BYTES + TAG_BYTES)
+      throw new SecretsError('INVALID_ENVELOPE', 'wrapped data key is too short');
     const decipher = createDecipheriv('aes-256-gcm', kek, body.subarray(0, NONCE_BYTES), { authTagLength: TAG_BYTES });
     decipher.setAAD(aadFor(wrapped.keyId));
     decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));

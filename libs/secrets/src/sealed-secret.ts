@@ -68,19 +68,27 @@ export function parseSealedSecret(value: unknown): SealedSecret {
   const s = raw as Record<string, unknown>;
   if (typeof s.v !== 'number') throw invalid('has no format version "v"');
   if (s.v !== SEALED_SECRET_FORMAT) {
-    throw new SecretsError('UNSUPPORTED_VERSION', `sealed secret has format version ${Number.isSafeInteger(s.v) ? s.v : '(invalid)'}; this build reads version ${SEALED_SECRET_FORMAT}`);
+    throw new SecretsError(
+      'UNSUPPORTED_VERSION',
+      `sealed secret has format version ${Number.isSafeInteger(s.v) ? s.v : '(invalid)'}; this build reads version ${SEALED_SECRET_FORMAT}`,
+    );
   }
-  if (s.alg !== SEALED_SECRET_ALGORITHM) throw invalid(`has an unsupported algorithm (expected ${SEALED_SECRET_ALGORITHM})`);
+  if (s.alg !== SEALED_SECRET_ALGORITHM)
+    throw invalid(`has an unsupported algorithm (expected ${SEALED_SECRET_ALGORITHM})`);
   if (s.content !== 'bytes' && s.content !== 'json') throw invalid('has an unknown "content" (expected bytes or json)');
   if (typeof s.wrapper !== 'string' || s.wrapper.length === 0) throw invalid('has no "wrapper"');
   const key = s.key as Record<string, unknown> | null;
   if (typeof key !== 'object' || key === null || Array.isArray(key)) throw invalid('has no wrapped key "key"');
-  if (typeof key.wrapper !== 'string' || key.wrapper !== s.wrapper) throw invalid('names a different wrapper in "key.wrapper" than in "wrapper"');
+  if (typeof key.wrapper !== 'string' || key.wrapper !== s.wrapper)
+    throw invalid('names a different wrapper in "key.wrapper" than in "wrapper"');
   if (typeof key.keyId !== 'string' || key.keyId.length === 0) throw invalid('has no "key.keyId"');
-  if (key.keyVersion !== undefined && !(Number.isSafeInteger(key.keyVersion) && (key.keyVersion as number) > 0)) throw invalid('has an invalid "key.keyVersion"');
+  if (key.keyVersion !== undefined && !(Number.isSafeInteger(key.keyVersion) && (key.keyVersion as number) > 0))
+    throw invalid('has an invalid "key.keyVersion"');
   if (typeof key.ciphertext !== 'string' || key.ciphertext.length === 0) throw invalid('has no "key.ciphertext"');
-  if (decodeBase64Strict(s.nonce, 'sealed secret "nonce"', 'INVALID_ENVELOPE').length !== NONCE_BYTES) throw invalid(`"nonce" is not ${NONCE_BYTES} bytes`);
-  if (decodeBase64Strict(s.tag, 'sealed secret "tag"', 'INVALID_ENVELOPE').length !== TAG_BYTES) throw invalid(`"tag" is not ${TAG_BYTES} bytes`);
+  if (decodeBase64Strict(s.nonce, 'sealed secret "nonce"', 'INVALID_ENVELOPE').length !== NONCE_BYTES)
+    throw invalid(`"nonce" is not ${NONCE_BYTES} bytes`);
+  if (decodeBase64Strict(s.tag, 'sealed secret "tag"', 'INVALID_ENVELOPE').length !== TAG_BYTES)
+    throw invalid(`"tag" is not ${TAG_BYTES} bytes`);
   if (typeof s.ciphertext !== 'string') throw invalid('has no "ciphertext"');
   if (s.ciphertext !== '') decodeBase64Strict(s.ciphertext, 'sealed secret "ciphertext"', 'INVALID_ENVELOPE');
   if (typeof s.createdAt !== 'string') throw invalid('has no "createdAt"');

@@ -24,13 +24,24 @@ function flip(b64: string, index = 0): string {
 }
 
 /** Expects `fn` to fail with `code` and checks the error reveals nothing secret. */
-async function expectSafeFailure(fn: () => Promise<unknown>, code: SecretsError['code'], message: RegExp, secrets: string[] = []): Promise<void> {
+async function expectSafeFailure(
+  fn: () => Promise<unknown>,
+  code: SecretsError['code'],
+  message: RegExp,
+  secrets: string[] = [],
+): Promise<void> {
   const error = await failure(fn);
   expect(error).toBeInstanceOf(SecretsError);
   expect((error as SecretsError).code).toBe(code);
   expect(error.message).toMatch(message);
   const text = errorText(error);
-  for (const secret of [MARKER, Buffer.from(MARKER).toString('base64'), Buffer.from(MARKER).toString('hex'), ...secrets]) expect(text).not.toContain(secret);
+  for (const secret of [
+    MARKER,
+    Buffer.from(MARKER).toString('base64'),
+    Buffer.from(MARKER).toString('hex'),
+    ...secrets,
+  ])
+    expect(text).not.toContain(secret);
 }
 
 describe('SecretBox seal and open', () => {
@@ -49,7 +60,14 @@ describe('SecretBox seal and open', () => {
   it('produces a versioned, JSON-serialisable envelope with nothing readable in it', async () => {
     const { box } = setup();
     const sealed = await box.seal(credentials, PROVIDER);
-    expect(sealed).toMatchObject({ v: 1, alg: 'AES-256-GCM', content: 'json', wrapper: 'local', key: { wrapper: 'local', keyId: 'k1' }, createdAt: '2030-01-02T03:04:05.000Z' });
+    expect(sealed).toMatchObject({
+      v: 1,
+      alg: 'AES-256-GCM',
+      content: 'json',
+      wrapper: 'local',
+      key: { wrapper: 'local', keyId: 'k1' },
+      createdAt: '2030-01-02T03:04:05.000Z',
+    });
     expect(Buffer.from(sealed.nonce, 'base64')).toHaveLength(12);
     expect(Buffer.from(sealed.tag, 'base64')).toHaveLength(16);
     const json = JSON.stringify(sealed);
@@ -88,7 +106,11 @@ describe('SecretBox seal and open', () => {
   it('does not open under another AAD: a secret copied to another provider row fails', async () => {
     const { box } = setup();
     const sealed = await box.seal(credentials, PROVIDER);
-    await expectSafeFailure(() => box.open(sealed, OTHER_PROVIDER), 'AUTHENTICATION_FAILED', /cannot open sealed secret: authentication failed/);
+    await expectSafeFailure(
+      () => box.open(sealed, OTHER_PROVIDER),
+      'AUTHENTICATION_FAILED',
+      /cannot open sealed secret: authentication failed/,
+    );
   });
 
   it.each<[string, (s: SealedSecret) => SealedSecret]>([
@@ -96,7 +118,10 @@ describe('SecretBox seal and open', () => {
     ['tag', (s) => ({ ...s, tag: flip(s.tag, 3) })],
     ['nonce', (s) => ({ ...s, nonce: flip(s.nonce, 7) })],
     ['content type (bytes instead of json)', (s) => ({ ...s, content: 'bytes' })],
-    ['truncated ciphertext', (s) => ({ ...s, ciphertext: Buffer.from(s.ciphertext, 'base64').subarray(0, 10).toString('base64') })],
+    [
+      'truncated ciphertext',
+      (s) => ({ ...s, ciphertext: Buffer.from(s.ciphertext, 'base64').subarray(0, 10).toString('base64') }),
+    ],
   ])('detects a tampered %s', async (_what, tamper) => {
     const { box } = setup();
     const sealed = await box.seal(credentials, PROVIDER);
@@ -108,14 +133,23 @@ describe('SecretBox seal and open', () => {
     const { box } = setup(`k1:${k1.b64}`);
     const sealed = await box.seal(credentials, PROVIDER);
     const tampered = { ...sealed, key: { ...sealed.key, ciphertext: flip(sealed.key.ciphertext, 20) } };
-    await expectSafeFailure(() => box.open(tampered, PROVIDER), 'AUTHENTICATION_FAILED', /cannot unwrap data key with key-encryption key "k1": authentication failed/, [k1.b64]);
+    await expectSafeFailure(
+      () => box.open(tampered, PROVIDER),
+      'AUTHENTICATION_FAILED',
+      /cannot unwrap data key with key-encryption key "k1": authentication failed/,
+      [k1.b64],
+    );
   });
 
   it('names the missing KEK when the envelope was wrapped with a key the keyring lacks', async () => {
     const { box } = setup(`k1:${kek().b64}`);
     const other = setup(`k7:${kek().b64}`).box;
     const sealed = await other.seal(credentials, PROVIDER);
-    await expectSafeFailure(() => box.open(sealed, PROVIDER), 'UNKNOWN_KEY', /key-encryption key "k7", which is not in the keyring \(known ids: k1\)/);
+    await expectSafeFailure(
+      () => box.open(sealed, PROVIDER),
+      'UNKNOWN_KEY',
+      /key-encryption key "k7", which is not in the keyring \(known ids: k1\)/,
+    );
   });
 
   it('fails cleanly when the KEK id matches but its material differs, or the envelope is relabelled to another KEK', async () => {
@@ -124,16 +158,30 @@ describe('SecretBox seal and open', () => {
     const writer = setup(`k1:${k1.b64}`).box;
     const reader = setup(`k1:${kek().b64}`).box;
     const sealed = await writer.seal(credentials, PROVIDER);
-    await expectSafeFailure(() => reader.open(sealed, PROVIDER), 'AUTHENTICATION_FAILED', /key-encryption key "k1": authentication failed/, [k1.b64]);
+    await expectSafeFailure(
+      () => reader.open(sealed, PROVIDER),
+      'AUTHENTICATION_FAILED',
+      /key-encryption key "k1": authentication failed/,
+      [k1.b64],
+    );
     const both = setup(`k1:${k1.b64},k2:${k2.b64}`, 'k1').box;
     const relabelled = { ...sealed, key: { ...sealed.key, keyId: 'k2' } };
-    await expectSafeFailure(() => both.open(relabelled, PROVIDER), 'AUTHENTICATION_FAILED', /"k2": authentication failed/, [k1.b64, k2.b64]);
+    await expectSafeFailure(
+      () => both.open(relabelled, PROVIDER),
+      'AUTHENTICATION_FAILED',
+      /"k2": authentication failed/,
+      [k1.b64, k2.b64],
+    );
   });
 
   it('refuses an unknown format version and malformed envelopes with field names, not contents', async () => {
     const { box } = setup();
     const sealed = await box.seal(credentials, PROVIDER);
-    await expectSafeFailure(() => box.open({ ...sealed, v: 2 }, PROVIDER), 'UNSUPPORTED_VERSION', /format version 2; this build reads version 1/);
+    await expectSafeFailure(
+      () => box.open({ ...sealed, v: 2 }, PROVIDER),
+      'UNSUPPORTED_VERSION',
+      /format version 2; this build reads version 1/,
+    );
     const malformed: Array<[unknown, RegExp]> = [
       [null, /is not an object/],
       ['{not json', /is not valid JSON/],
@@ -148,26 +196,43 @@ describe('SecretBox seal and open', () => {
       [{ ...sealed, ciphertext: 42 }, /has no "ciphertext"/],
       [{ ...sealed, key: { ...sealed.key, keyVersion: -1 } }, /invalid "key.keyVersion"/],
     ];
-    for (const [value, message] of malformed) await expectSafeFailure(() => box.open(value, PROVIDER), 'INVALID_ENVELOPE', message);
+    for (const [value, message] of malformed)
+      await expectSafeFailure(() => box.open(value, PROVIDER), 'INVALID_ENVELOPE', message);
   });
 
   it('names an unconfigured wrapper', async () => {
     const { box } = setup();
     const sealed = await box.seal(credentials, PROVIDER);
     const foreign = { ...sealed, wrapper: 'aws-kms', key: { ...sealed.key, wrapper: 'aws-kms' } };
-    await expectSafeFailure(() => box.open(foreign, PROVIDER), 'UNKNOWN_KEY', /wrapped by "aws-kms", which this process is not configured for \(configured: local\)/);
+    await expectSafeFailure(
+      () => box.open(foreign, PROVIDER),
+      'UNKNOWN_KEY',
+      /wrapped by "aws-kms", which this process is not configured for \(configured: local\)/,
+    );
   });
 
   it('rejects bad input to seal with clear messages', async () => {
     const { box } = setup();
     await expectSafeFailure(() => box.seal(credentials, ''), 'INVALID_INPUT', /aad is required/);
-    await expectSafeFailure(() => box.seal(MARKER as unknown as object, PROVIDER), 'INVALID_INPUT', /must be a Buffer or an object/);
+    await expectSafeFailure(
+      () => box.seal(MARKER as unknown as object, PROVIDER),
+      'INVALID_INPUT',
+      /must be a Buffer or an object/,
+    );
     const cyclic: Record<string, unknown> = { password: MARKER };
     cyclic.self = cyclic;
     await expectSafeFailure(() => box.seal(cyclic, PROVIDER), 'INVALID_INPUT', /cannot be serialised as JSON/);
-    await expectSafeFailure(() => box.seal({ password: MARKER, n: BigInt(1) }, PROVIDER), 'INVALID_INPUT', /cannot be serialised as JSON/);
+    await expectSafeFailure(
+      () => box.seal({ password: MARKER, n: BigInt(1) }, PROVIDER),
+      'INVALID_INPUT',
+      /cannot be serialised as JSON/,
+    );
     const small = new SecretBox(setup().wrapper, { maxPlaintextBytes: 16 });
-    await expectSafeFailure(() => small.seal({ password: MARKER }, PROVIDER), 'INVALID_INPUT', /at most 16 are accepted/);
+    await expectSafeFailure(
+      () => small.seal({ password: MARKER }, PROVIDER),
+      'INVALID_INPUT',
+      /at most 16 are accepted/,
+    );
     const sealedBytes = await box.seal(Buffer.from(MARKER), PROVIDER);
     await expectSafeFailure(() => box.openJson(sealedBytes, PROVIDER), 'INVALID_INPUT', /holds bytes, not JSON/);
   });
@@ -176,7 +241,13 @@ describe('SecretBox seal and open', () => {
     const { box } = setup();
     const sealed = await box.seal(credentials, PROVIDER);
     const description = describeSecret(sealed);
-    expect(description).toEqual({ format: 1, algorithm: 'AES-256-GCM', wrapper: 'local', keyId: 'k1', createdAt: '2030-01-02T03:04:05.000Z' });
+    expect(description).toEqual({
+      format: 1,
+      algorithm: 'AES-256-GCM',
+      wrapper: 'local',
+      keyId: 'k1',
+      createdAt: '2030-01-02T03:04:05.000Z',
+    });
     expect(JSON.stringify(description)).not.toContain(sealed.ciphertext);
     expect(JSON.stringify(description)).not.toContain(sealed.key.ciphertext);
   });
@@ -191,7 +262,12 @@ describe('SecretBox seal and open', () => {
   it('shows no key material when the box or its wrapper is logged', () => {
     const k1 = kek();
     const { box, wrapper } = setup(`k1:${k1.b64}`);
-    const shown = [JSON.stringify(box), inspect(box, { depth: 10, showHidden: true }), JSON.stringify(wrapper), inspect(wrapper, { depth: 10, showHidden: true })].join(' ');
+    const shown = [
+      JSON.stringify(box),
+      inspect(box, { depth: 10, showHidden: true }),
+      JSON.stringify(wrapper),
+      inspect(wrapper, { depth: 10, showHidden: true }),
+    ].join(' ');
     expect(shown).toContain('k1');
     expect(shown).not.toContain(k1.b64);
   });

@@ -63,7 +63,10 @@ export class SecretBox {
     const dataKey = randomBytes(DATA_KEY_BYTES);
     try {
       if (bytes.length > this.#maxPlaintextBytes) {
-        throw new SecretsError('INVALID_INPUT', `secret is ${bytes.length} bytes; at most ${this.#maxPlaintextBytes} are accepted`);
+        throw new SecretsError(
+          'INVALID_INPUT',
+          `secret is ${bytes.length} bytes; at most ${this.#maxPlaintextBytes} are accepted`,
+        );
       }
       const nonce = randomBytes(NONCE_BYTES);
       const cipher = createCipheriv('aes-256-gcm', dataKey, nonce, { authTagLength: TAG_BYTES });
@@ -94,7 +97,10 @@ export class SecretBox {
     const s = parseSealedSecret(sealed);
     const nonce = decodeBase64Strict(s.nonce, 'sealed secret "nonce"', 'INVALID_ENVELOPE');
     const tag = decodeBase64Strict(s.tag, 'sealed secret "tag"', 'INVALID_ENVELOPE');
-    const ciphertext = s.ciphertext === '' ? Buffer.alloc(0) : decodeBase64Strict(s.ciphertext, 'sealed secret "ciphertext"', 'INVALID_ENVELOPE');
+    const ciphertext =
+      s.ciphertext === ''
+        ? Buffer.alloc(0)
+        : decodeBase64Strict(s.ciphertext, 'sealed secret "ciphertext"', 'INVALID_ENVELOPE');
     const dataKey = await this.#unwrap(s.key);
     let first: Buffer | undefined;
     try {
@@ -123,7 +129,8 @@ export class SecretBox {
   /** `open` for secrets sealed from an object: returns the object. */
   async openJson<T = unknown>(sealed: unknown, aad: string): Promise<T> {
     const s = parseSealedSecret(sealed);
-    if (s.content !== 'json') throw new SecretsError('INVALID_INPUT', 'sealed secret holds bytes, not JSON: use open()');
+    if (s.content !== 'json')
+      throw new SecretsError('INVALID_INPUT', 'sealed secret holds bytes, not JSON: use open()');
     const bytes = await this.open(s, aad);
     try {
       return JSON.parse(bytes.toString('utf8')) as T;
@@ -173,7 +180,10 @@ export class SecretBox {
     const dataKey = await wrapper.unwrap(wrapped);
     if (dataKey.length !== DATA_KEY_BYTES) {
       dataKey.fill(0);
-      throw new SecretsError('INVALID_ENVELOPE', `unwrapped data key is ${dataKey.length} bytes, expected ${DATA_KEY_BYTES}`);
+      throw new SecretsError(
+        'INVALID_ENVELOPE',
+        `unwrapped data key is ${dataKey.length} bytes, expected ${DATA_KEY_BYTES}`,
+      );
     }
     return dataKey;
   }
@@ -189,19 +199,31 @@ export class SecretBox {
 
 function checkAad(aad: unknown): void {
   if (typeof aad !== 'string' || aad.length === 0) {
-    throw new SecretsError('INVALID_INPUT', 'aad is required: pass the id of the record the secret belongs to (e.g. the provider id)');
+    throw new SecretsError(
+      'INVALID_INPUT',
+      'aad is required: pass the id of the record the secret belongs to (e.g. the provider id)',
+    );
   }
-  if (aad.length > MAX_AAD_LENGTH) throw new SecretsError('INVALID_INPUT', `aad is longer than ${MAX_AAD_LENGTH} characters`);
+  if (aad.length > MAX_AAD_LENGTH)
+    throw new SecretsError('INVALID_INPUT', `aad is longer than ${MAX_AAD_LENGTH} characters`);
 }
 
 /** The header fields that must not change are authenticated together with the caller's AAD. */
 function boundAad(content: SealedContent, aad: string): Buffer {
-  return Buffer.from(`${AAD_CONTEXT}\0v${SEALED_SECRET_FORMAT}\0${SEALED_SECRET_ALGORITHM}\0${content}\0${aad}`, 'utf8');
+  return Buffer.from(
+    `${AAD_CONTEXT}\0v${SEALED_SECRET_FORMAT}\0${SEALED_SECRET_ALGORITHM}\0${content}\0${aad}`,
+    'utf8',
+  );
 }
 
 function toBytes(plaintext: unknown): { bytes: Buffer; content: SealedContent; owned: boolean } {
   if (Buffer.isBuffer(plaintext)) return { bytes: plaintext, content: 'bytes', owned: false };
-  if (plaintext instanceof Uint8Array) return { bytes: Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength), content: 'bytes', owned: false };
+  if (plaintext instanceof Uint8Array)
+    return {
+      bytes: Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength),
+      content: 'bytes',
+      owned: false,
+    };
   if (typeof plaintext !== 'object' || plaintext === null) {
     throw new SecretsError('INVALID_INPUT', 'secret must be a Buffer or an object (serialised as JSON)');
   }
@@ -220,7 +242,10 @@ function toBytes(plaintext: unknown): { bytes: Buffer; content: SealedContent; o
 
 function checkWrapped(key: WrappedKey, wrapper: KeyWrapper): WrappedKey {
   if (!key || key.wrapper !== wrapper.id || typeof key.keyId !== 'string' || typeof key.ciphertext !== 'string') {
-    throw new SecretsError('WRAPPER_REJECTED', `key wrapper ${JSON.stringify(wrapper.id)} returned a malformed wrapped key`);
+    throw new SecretsError(
+      'WRAPPER_REJECTED',
+      `key wrapper ${JSON.stringify(wrapper.id)} returned a malformed wrapped key`,
+    );
   }
   return key;
 }

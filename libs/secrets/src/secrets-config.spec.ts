@@ -42,7 +42,9 @@ describe('loadSecretsFromEnv', () => {
   });
 
   it('generates a keyring in the given folder only when asked (embedded default)', () => {
-    expect(configError(() => loadSecretsFromEnv({})).message).toBe('no key-encryption key configured: set HCP_SECRETS_KEK_FILE or HCP_SECRETS_KEKS');
+    expect(configError(() => loadSecretsFromEnv({})).message).toBe(
+      'no key-encryption key configured: set HCP_SECRETS_KEK_FILE or HCP_SECRETS_KEKS',
+    );
     const first = loadSecretsFromEnv({}, { generatedKeyringDir: dir });
     expect(fs.existsSync(path.join(dir, GENERATED_KEYRING_FILE))).toBe(true);
     expect(loadSecretsFromEnv({}, { generatedKeyringDir: dir }).summary).toBe(first.summary);
@@ -57,10 +59,36 @@ describe('loadSecretsFromEnv', () => {
       [{ HCP_SECRETS_KEKS: `k1:${k1.b64.slice(1)}` }, /HCP_SECRETS_KEKS key "k1" is not valid base64/],
       [{ HCP_SECRETS_KEKS: `k1:${k1.b64}`, HCP_SECRETS_ACTIVE_KEK: 'k2' }, /HCP_SECRETS_ACTIVE_KEK="k2" names no key/],
       [{ HCP_SECRETS_WRAPPER: 'vault-transit' }, /needs HCP_SECRETS_VAULT_ADDR/],
-      [{ HCP_SECRETS_WRAPPER: 'vault-transit', HCP_SECRETS_VAULT_ADDR: 'https://vault:8200' }, /needs HCP_SECRETS_VAULT_TOKEN or HCP_SECRETS_VAULT_TOKEN_FILE/],
-      [{ HCP_SECRETS_WRAPPER: 'vault-transit', HCP_SECRETS_VAULT_ADDR: 'https://vault:8200', HCP_SECRETS_VAULT_TOKEN: 's.x', HCP_SECRETS_VAULT_TOKEN_FILE: '/t' }, /use one/],
-      [{ HCP_SECRETS_WRAPPER: 'vault-transit', HCP_SECRETS_VAULT_ADDR: 'http://vault.internal:8200', HCP_SECRETS_VAULT_TOKEN: 'hvs.SECRET' }, /HCP_SECRETS_VAULT_\*: .*plain http/],
-      [{ HCP_SECRETS_WRAPPER: 'vault-transit', HCP_SECRETS_VAULT_ADDR: 'https://vault:8200', HCP_SECRETS_VAULT_TOKEN: 'hvs.SECRET', HCP_SECRETS_VAULT_TRANSIT_KEY: '../sys' }, /key name/],
+      [
+        { HCP_SECRETS_WRAPPER: 'vault-transit', HCP_SECRETS_VAULT_ADDR: 'https://vault:8200' },
+        /needs HCP_SECRETS_VAULT_TOKEN or HCP_SECRETS_VAULT_TOKEN_FILE/,
+      ],
+      [
+        {
+          HCP_SECRETS_WRAPPER: 'vault-transit',
+          HCP_SECRETS_VAULT_ADDR: 'https://vault:8200',
+          HCP_SECRETS_VAULT_TOKEN: 's.x',
+          HCP_SECRETS_VAULT_TOKEN_FILE: '/t',
+        },
+        /use one/,
+      ],
+      [
+        {
+          HCP_SECRETS_WRAPPER: 'vault-transit',
+          HCP_SECRETS_VAULT_ADDR: 'http://vault.internal:8200',
+          HCP_SECRETS_VAULT_TOKEN: 'hvs.SECRET',
+        },
+        /HCP_SECRETS_VAULT_\*: .*plain http/,
+      ],
+      [
+        {
+          HCP_SECRETS_WRAPPER: 'vault-transit',
+          HCP_SECRETS_VAULT_ADDR: 'https://vault:8200',
+          HCP_SECRETS_VAULT_TOKEN: 'hvs.SECRET',
+          HCP_SECRETS_VAULT_TRANSIT_KEY: '../sys',
+        },
+        /key name/,
+      ],
     ];
     for (const [env, message] of cases) {
       const error = configError(() => loadSecretsFromEnv(env));
@@ -79,7 +107,9 @@ describe('loadSecretsFromEnv', () => {
     });
     expect(loaded.wrapper).toBeInstanceOf(VaultTransitKeyWrapper);
     expect(loaded.readers.map((r) => r.id)).toEqual(['local']);
-    expect(loaded.summary).toBe('secrets: Vault transit key transit/hcp-provider-credentials; local keyring kept for reading (ids: old)');
+    expect(loaded.summary).toBe(
+      'secrets: Vault transit key transit/hcp-provider-credentials; local keyring kept for reading (ids: old)',
+    );
     expect(JSON.stringify(loaded.wrapper)).not.toContain('hvs.SECRET');
   });
 
@@ -87,8 +117,13 @@ describe('loadSecretsFromEnv', () => {
     const file = path.join(dir, 'token');
     fs.writeFileSync(file, 'hvs.SECRET\n', { mode: 0o644 });
     fs.chmodSync(file, 0o644);
-    const env = { HCP_SECRETS_WRAPPER: 'vault-transit', HCP_SECRETS_VAULT_ADDR: 'https://vault:8200', HCP_SECRETS_VAULT_TOKEN_FILE: file };
-    if (process.platform !== 'win32') expect(configError(() => loadSecretsFromEnv(env)).message).toMatch(/Vault token file .* has mode 0644/);
+    const env = {
+      HCP_SECRETS_WRAPPER: 'vault-transit',
+      HCP_SECRETS_VAULT_ADDR: 'https://vault:8200',
+      HCP_SECRETS_VAULT_TOKEN_FILE: file,
+    };
+    if (process.platform !== 'win32')
+      expect(configError(() => loadSecretsFromEnv(env)).message).toMatch(/Vault token file .* has mode 0644/);
     fs.chmodSync(file, 0o600);
     expect(loadSecretsFromEnv(env).wrapper.id).toBe('vault-transit');
     fs.writeFileSync(file, '  \n');

@@ -31,18 +31,29 @@ describe('VaultTransitKeyWrapper options', () => {
 
   it('accepts http on loopback, or elsewhere when explicitly allowed', () => {
     expect(new VaultTransitKeyWrapper({ ...base, address: 'http://127.0.0.1:8200' }).keyId).toBe('transit/hcp');
-    expect(new VaultTransitKeyWrapper({ ...base, address: 'http://[::1]:8200', mount: '/kv/transit/' }).keyId).toBe('kv/transit/hcp');
-    expect(() => new VaultTransitKeyWrapper({ ...base, address: 'http://vault:8200', allowInsecureHttp: true })).not.toThrow();
+    expect(new VaultTransitKeyWrapper({ ...base, address: 'http://[::1]:8200', mount: '/kv/transit/' }).keyId).toBe(
+      'kv/transit/hcp',
+    );
+    expect(
+      () => new VaultTransitKeyWrapper({ ...base, address: 'http://vault:8200', allowInsecureHttp: true }),
+    ).not.toThrow();
   });
 
   it('refuses envelopes of another wrapper or another Vault key before any request', async () => {
     const calls: unknown[] = [];
-    const wrapper = new VaultTransitKeyWrapper({ ...base, fetch: (async (...args: unknown[]) => calls.push(args)) as never });
-    await expect(wrapper.unwrap({ wrapper: 'local', keyId: 'k1', ciphertext: 'x' })).rejects.toThrow(/wrapped by "local", not by Vault transit/);
-    await expect(wrapper.unwrap({ wrapper: 'vault-transit', keyId: 'transit/other', keyVersion: 1, ciphertext: 'vault:v1:AAAA' })).rejects.toThrow(
-      /Vault transit key "transit\/other", but this wrapper is configured for "transit\/hcp"/,
+    const wrapper = new VaultTransitKeyWrapper({
+      ...base,
+      fetch: (async (...args: unknown[]) => calls.push(args)) as never,
+    });
+    await expect(wrapper.unwrap({ wrapper: 'local', keyId: 'k1', ciphertext: 'x' })).rejects.toThrow(
+      /wrapped by "local", not by Vault transit/,
     );
-    await expect(wrapper.rewrap({ wrapper: 'vault-transit', keyId: 'transit/hcp', ciphertext: 'not-vault' })).rejects.toThrow(/not a Vault transit ciphertext/);
+    await expect(
+      wrapper.unwrap({ wrapper: 'vault-transit', keyId: 'transit/other', keyVersion: 1, ciphertext: 'vault:v1:AAAA' }),
+    ).rejects.toThrow(/Vault transit key "transit\/other", but this wrapper is configured for "transit\/hcp"/);
+    await expect(
+      wrapper.rewrap({ wrapper: 'vault-transit', keyId: 'transit/hcp', ciphertext: 'not-vault' }),
+    ).rejects.toThrow(/not a Vault transit ciphertext/);
     expect(calls).toHaveLength(0);
   });
 

@@ -58,15 +58,29 @@ export class VaultTransitKeyWrapper implements KeyWrapper {
     } catch {
       throw new SecretsError('CONFIG', 'Vault address is not a URL (expected e.g. https://vault.internal:8200)');
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new SecretsError('CONFIG', 'Vault address must start with https:// (or http:// on loopback)');
-    if (url.username || url.password || url.search || url.hash) throw new SecretsError('CONFIG', 'Vault address must not carry credentials, a query or a fragment');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new SecretsError('CONFIG', 'Vault address must start with https:// (or http:// on loopback)');
+    if (url.username || url.password || url.search || url.hash)
+      throw new SecretsError('CONFIG', 'Vault address must not carry credentials, a query or a fragment');
     if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname) && !options.allowInsecureHttp) {
-      throw new SecretsError('CONFIG', `Vault address ${url.origin} uses plain http; the token would travel unencrypted. Use https:// (http:// is accepted for loopback only)`);
+      throw new SecretsError(
+        'CONFIG',
+        `Vault address ${url.origin} uses plain http; the token would travel unencrypted. Use https:// (http:// is accepted for loopback only)`,
+      );
     }
     const mount = (options.mount ?? 'transit').replace(/^\/+|\/+$/g, '');
-    if (!mount.split('/').every((segment) => NAME.test(segment))) throw new SecretsError('CONFIG', `Vault transit mount ${JSON.stringify(mount)} must be path segments of letters, digits, _ . - (not . or ..)`);
-    if (!NAME.test(options.keyName ?? '')) throw new SecretsError('CONFIG', `Vault transit key name ${JSON.stringify(options.keyName ?? '')} must be letters, digits, _ . - (not . or ..)`);
-    if (typeof options.token === 'string' && options.token.trim() === '') throw new SecretsError('CONFIG', 'Vault token is empty');
+    if (!mount.split('/').every((segment) => NAME.test(segment)))
+      throw new SecretsError(
+        'CONFIG',
+        `Vault transit mount ${JSON.stringify(mount)} must be path segments of letters, digits, _ . - (not . or ..)`,
+      );
+    if (!NAME.test(options.keyName ?? ''))
+      throw new SecretsError(
+        'CONFIG',
+        `Vault transit key name ${JSON.stringify(options.keyName ?? '')} must be letters, digits, _ . - (not . or ..)`,
+      );
+    if (typeof options.token === 'string' && options.token.trim() === '')
+      throw new SecretsError('CONFIG', 'Vault token is empty');
     this.#origin = url.origin;
     this.#base = `${url.origin}${url.pathname.replace(/\/+$/, '')}/v1/${mount}`;
     this.#keyName = options.keyName;
@@ -95,24 +109,40 @@ export class VaultTransitKeyWrapper implements KeyWrapper {
   }
 
   #checkOwn(wrapped: WrappedKey): void {
-    if (wrapped.wrapper !== this.id) throw new SecretsError('UNKNOWN_KEY', `data key was wrapped by ${JSON.stringify(wrapped.wrapper)}, not by Vault transit`);
+    if (wrapped.wrapper !== this.id)
+      throw new SecretsError(
+        'UNKNOWN_KEY',
+        `data key was wrapped by ${JSON.stringify(wrapped.wrapper)}, not by Vault transit`,
+      );
     if (wrapped.keyId !== this.keyId) {
-      throw new SecretsError('UNKNOWN_KEY', `data key is wrapped with Vault transit key ${JSON.stringify(wrapped.keyId)}, but this wrapper is configured for ${JSON.stringify(this.keyId)}`);
+      throw new SecretsError(
+        'UNKNOWN_KEY',
+        `data key is wrapped with Vault transit key ${JSON.stringify(wrapped.keyId)}, but this wrapper is configured for ${JSON.stringify(this.keyId)}`,
+      );
     }
-    if (typeof wrapped.ciphertext !== 'string' || !VAULT_CIPHERTEXT.test(wrapped.ciphertext)) throw new SecretsError('INVALID_ENVELOPE', 'wrapped data key is not a Vault transit ciphertext (vault:vN:...)');
+    if (typeof wrapped.ciphertext !== 'string' || !VAULT_CIPHERTEXT.test(wrapped.ciphertext))
+      throw new SecretsError('INVALID_ENVELOPE', 'wrapped data key is not a Vault transit ciphertext (vault:vN:...)');
   }
 
   #wrapped(ciphertext: unknown, operation: string): WrappedKey {
     const match = typeof ciphertext === 'string' ? VAULT_CIPHERTEXT.exec(ciphertext) : null;
-    if (!match) throw new SecretsError('WRAPPER_REJECTED', `Vault transit ${operation} answered without a vault:vN: ciphertext`);
+    if (!match)
+      throw new SecretsError('WRAPPER_REJECTED', `Vault transit ${operation} answered without a vault:vN: ciphertext`);
     return { wrapper: this.id, keyId: this.keyId, keyVersion: Number(match[1]), ciphertext: ciphertext as string };
   }
 
-  async #call(operation: 'encrypt' | 'decrypt' | 'rewrap', body: Record<string, string>): Promise<Record<string, unknown>> {
+  async #call(
+    operation: 'encrypt' | 'decrypt' | 'rewrap',
+    body: Record<string, string>,
+  ): Promise<Record<string, unknown>> {
     const token = typeof this.#token === 'function' ? await this.#token() : this.#token;
     if (!token) throw new SecretsError('CONFIG', 'Vault token is empty');
     const what = `Vault transit ${operation} with key ${this.keyId}`;
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-vault-token': token, 'x-vault-request': 'true' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-vault-token': token,
+      'x-vault-request': 'true',
+    };
     if (this.#namespace) headers['x-vault-namespace'] = this.#namespace;
     let response: Response;
     try {
@@ -125,7 +155,11 @@ export class VaultTransitKeyWrapper implements KeyWrapper {
       });
     } catch (error) {
       const name = (error as Error)?.name;
-      if (name === 'TimeoutError' || name === 'AbortError') throw new SecretsError('WRAPPER_UNAVAILABLE', `${what}: ${this.#origin} did not answer within ${this.#timeoutMs} ms`);
+      if (name === 'TimeoutError' || name === 'AbortError')
+        throw new SecretsError(
+          'WRAPPER_UNAVAILABLE',
+          `${what}: ${this.#origin} did not answer within ${this.#timeoutMs} ms`,
+        );
       const code = ((error as { cause?: { code?: unknown } })?.cause?.code as string | undefined) ?? 'network error';
       throw new SecretsError('WRAPPER_UNAVAILABLE', `${what}: ${this.#origin} is unreachable (${String(code)})`);
     }
@@ -137,7 +171,10 @@ export class VaultTransitKeyWrapper implements KeyWrapper {
       json = undefined;
     }
     if (response.status >= 300 && response.status < 400) {
-      throw new SecretsError('WRAPPER_REJECTED', `${what}: ${this.#origin} answered a redirect (${response.status}); configure the address of a node that serves requests`);
+      throw new SecretsError(
+        'WRAPPER_REJECTED',
+        `${what}: ${this.#origin} answered a redirect (${response.status}); configure the address of a node that serves requests`,
+      );
     }
     if (!response.ok) {
       const detail = vaultErrors(json, token);
@@ -152,7 +189,8 @@ export class VaultTransitKeyWrapper implements KeyWrapper {
       throw new SecretsError(code, `${what}: Vault answered ${response.status}${detail ? ` (${detail})` : ''}`);
     }
     const data = (json as { data?: unknown } | undefined)?.data;
-    if (typeof data !== 'object' || data === null) throw new SecretsError('WRAPPER_REJECTED', `${what}: Vault answered ${response.status} without a "data" object`);
+    if (typeof data !== 'object' || data === null)
+      throw new SecretsError('WRAPPER_REJECTED', `${what}: Vault answered ${response.status} without a "data" object`);
     return data as Record<string, unknown>;
   }
 

@@ -23,5 +23,10 @@ if (!token) {
   rfb.addEventListener('connect', () => show('connected', 'connected'));
   rfb.addEventListener('desktopname', (e) => (document.title = `${e.detail.name} · HCP console`));
   rfb.addEventListener('securityfailure', (e) => show('failed', `refused: ${e.detail.reason || 'security failure'}`));
-  rfb.addEventListener('disconnect', (e) => show(status.dataset.state === 'connected' && e.detail.clean ? 'disconnected' : 'failed', e.detail.clean ? 'disconnected' : 'connection failed or lost'));
+  rfb.addEventListener('disconnect', (e) =>
+    show(
+      status.dataset.state === 'connected' && e.detail.clean ? 'disconnected' : 'failed',
+      e.detail.clean ? 'disconnected' : 'connection failed or lost',
+    ),
+  );
 }

@@ -20,19 +20,27 @@ export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<AuthorizedRequest>();
-    const policy = ROUTE_POLICIES[routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '')];
+    const policy =
+      ROUTE_POLICIES[routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '')];
     if (policy?.scope === 'public') return true;
     if (policy) await super.canActivate(context);
     const projectId = typeof req.params.project_id === 'string' ? req.params.project_id : undefined;
     let grant: AccessGrant;
     try {
-      grant = decideAccess(policy, req.user ?? null, { projectId, breakGlassReason: req.header('x-break-glass-reason') });
+      grant = decideAccess(policy, req.user ?? null, {
+        projectId,
+        breakGlassReason: req.header('x-break-glass-reason'),
+      });
     } catch (err) {
       req.accessRefused = true; // so the NOT_FOUND hiding a project is audited as the refusal it is
       throw err;
     }
     if (grant.via === 'break_glass') {
-      await this.breakGlass.record(req.user!, { reason: grant.reason, method: req.method, path: req.originalUrl, projectId: projectId ?? null }, traceIdOf(req));
+      await this.breakGlass.record(
+        req.user!,
+        { reason: grant.reason, method: req.method, path: req.originalUrl, projectId: projectId ?? null },
+        traceIdOf(req),
+      );
     }
     req.accessGrant = grant;
     return true;

@@ -17,13 +17,28 @@ export class BreakGlassRecorder {
     private readonly codec: DomainEventCodec,
   ) {}
 
-  async record(principal: Principal, use: { reason: string; method: string; path: string; projectId: string | null }, traceId: string): Promise<void> {
+  async record(
+    principal: Principal,
+    use: { reason: string; method: string; path: string; projectId: string | null },
+    traceId: string,
+  ): Promise<void> {
     const event: BreakGlassUsed = {
       type: 'BreakGlassUsed',
       version: SECURITY_EVENT_VERSIONS.BreakGlassUsed,
-      data: { actor: principal.sub, reason: use.reason, method: use.method, path: use.path, project_id: use.projectId, ops_roles: principal.opsRoles },
+      data: {
+        actor: principal.sub,
+        reason: use.reason,
+        method: use.method,
+        path: use.path,
+        project_id: use.projectId,
+        ops_roles: principal.opsRoles,
+      },
     };
     const id = randomUUID();
-    await this.store.append(`${BREAK_GLASS_STREAM_PREFIX}${id}`, [this.codec.encode(event, eventContext(principal.sub, traceId), id)], 'no_stream');
+    await this.store.append(
+      `${BREAK_GLASS_STREAM_PREFIX}${id}`,
+      [this.codec.encode(event, eventContext(principal.sub, traceId), id)],
+      'no_stream',
+    );
   }
 }

@@ -27,8 +27,13 @@ const MESSAGE_OF_CODE: Partial<Record<ErrorCode, string>> = {
 export function toTaxonomyError(err: unknown): HcpError {
   if (err instanceof HcpError) return err;
   if (err instanceof HttpException) return fromStatus(err.getStatus(), err.message);
-  const status = (err as { status?: unknown; statusCode?: unknown })?.status ?? (err as { statusCode?: unknown })?.statusCode;
-  if (typeof status === 'number') return fromStatus(status, (err as { type?: string }).type === 'entity.parse.failed' ? 'request body is not valid JSON' : undefined);
+  const status =
+    (err as { status?: unknown; statusCode?: unknown })?.status ?? (err as { statusCode?: unknown })?.statusCode;
+  if (typeof status === 'number')
+    return fromStatus(
+      status,
+      (err as { type?: string }).type === 'entity.parse.failed' ? 'request body is not valid JSON' : undefined,
+    );
   return internalError();
 }
 

@@ -26,7 +26,15 @@ export class HcpExceptionFilter implements ExceptionFilter {
     const projectId = typeof req.params?.project_id === 'string' ? req.params.project_id : null;
     this.recorder
       .refused(
-        { actor: req.user?.sub ?? null, action: routeKey(req.method, req.route?.path ?? req.path), method: req.method, path: req.originalUrl, project_id: projectId, code: error.code, status: error.httpStatus },
+        {
+          actor: req.user?.sub ?? null,
+          action: routeKey(req.method, req.route?.path ?? req.path),
+          method: req.method,
+          path: req.originalUrl,
+          project_id: projectId,
+          code: error.code,
+          status: error.httpStatus,
+        },
         traceIdOf(req),
       )
       .catch((err) => this.logger.error({ msg: 'could not record a refused request', trace_id: traceIdOf(req), err }))
@@ -38,7 +46,12 @@ type RefusableRequest = Request & { user?: Principal; accessRefused?: boolean; r
 
 /** Refused: not authenticated, not allowed (including the NOT_FOUND that hides a project), or throttled. */
 function isRefusal(error: HcpError, req: RefusableRequest): boolean {
-  return error.code === 'UNAUTHORIZED' || error.code === 'RATE_LIMITED' || error.code === 'FORBIDDEN' || (error.code === 'NOT_FOUND' && req.accessRefused === true);
+  return (
+    error.code === 'UNAUTHORIZED' ||
+    error.code === 'RATE_LIMITED' ||
+    error.code === 'FORBIDDEN' ||
+    (error.code === 'NOT_FOUND' && req.accessRefused === true)
+  );
 }
 
 /** Express error middleware for what fails before Nest's router (body parsing, size limits). */

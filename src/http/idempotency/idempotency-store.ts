@@ -52,7 +52,11 @@ export class IdempotencyStore {
     );
     if (!row) return this.claim(projectId, key, requestHash);
     if (row.state === 'pending') return { kind: 'pending', requestHash: row.request_hash };
-    return { kind: 'completed', requestHash: row.request_hash, answer: { status: row.response_status, body: row.response_body, location: row.response_location } };
+    return {
+      kind: 'completed',
+      requestHash: row.request_hash,
+      answer: { status: row.response_status, body: row.response_body, location: row.response_location },
+    };
   }
 
   async complete(projectId: string, key: string, answer: StoredAnswer): Promise<void> {
@@ -65,12 +69,19 @@ export class IdempotencyStore {
 
   /** The request failed: free the key so a corrected retry can run. */
   async release(projectId: string, key: string): Promise<void> {
-    await this.db.query(`DELETE FROM idempotency_keys WHERE project_id = $1 AND key = $2 AND state = 'pending'`, [projectId, key]);
+    await this.db.query(`DELETE FROM idempotency_keys WHERE project_id = $1 AND key = $2 AND state = 'pending'`, [
+      projectId,
+      key,
+    ]);
   }
 
   /** Deletes answers past their retention; returns how many. */
   async purgeExpired(): Promise<number> {
-    const rows = await queryReturning(this.db, `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS}) RETURNING 1`, []);
+    const rows = await queryReturning(
+      this.db,
+      `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS}) RETURNING 1`,
+      [],
+    );
     return rows.length;
   }
 }

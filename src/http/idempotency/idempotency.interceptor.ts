@@ -29,7 +29,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const policy = ROUTE_POLICIES[routeKey(req.method, (req.route as { path?: string } | undefined)?.path ?? '')];
     const key = req.header('idempotency-key');
     if (key === undefined || !policy || !('starts_job' in policy) || !policy.starts_job) return next.handle();
-    if (!VALID_KEY.test(key)) return throwError(() => invalidField('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters'));
+    if (!VALID_KEY.test(key))
+      return throwError(() =>
+        invalidField('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters'),
+      );
 
     const scope = typeof req.params.project_id === 'string' ? req.params.project_id : OPS_SCOPE;
     const hash = requestHash(req);
@@ -44,7 +47,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
         req.idempotencyKey = key;
         return next.handle().pipe(
           mergeMap((body) =>
-            from(this.store.complete(scope, key, { status: res.statusCode, body, location: (res.getHeader('Location') as string | undefined) ?? null }).then(() => body)),
+            from(
+              this.store
+                .complete(scope, key, {
+                  status: res.statusCode,
+                  body,
+                  location: (res.getHeader('Location') as string | undefined) ?? null,
+                })
+                .then(() => body),
+            ),
           ),
           catchError((err) => from(this.store.release(scope, key)).pipe(mergeMap(() => throwError(() => err)))),
         );
@@ -61,7 +72,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw conflict('this Idempotency-Key was used with a different request', { header: 'Idempotency-Key' });
       }
       if (claim.kind !== 'pending') return claim;
-      if (Date.now() > deadline) throw conflict('a request with this Idempotency-Key is still in progress; retry later');
+      if (Date.now() > deadline)
+        throw conflict('a request with this Idempotency-Key is still in progress; retry later');
       await new Promise((r) => setTimeout(r, delay));
     }
   }
@@ -69,7 +81,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
 /** Method, path and body, with object keys sorted so equal JSON bodies hash equal. */
 function requestHash(req: Request): string {
-  return createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body ?? null)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${req.method} ${req.path}\n${canonicalJson(req.body ?? null)}`)
+    .digest('hex');
 }
 
 function canonicalJson(value: unknown): string {

@@ -31,7 +31,9 @@ export function rateLimits(perActorPerMinute: number, perProjectPerMinute: numbe
         name: 'project',
         ttl: 60_000,
         limit: perProjectPerMinute,
-        skipIf: (context) => anonymous(context) || typeof context.switchToHttp().getRequest<LimitedRequest>().params.project_id !== 'string',
+        skipIf: (context) =>
+          anonymous(context) ||
+          typeof context.switchToHttp().getRequest<LimitedRequest>().params.project_id !== 'string',
         getTracker: (req: Record<string, unknown>) => `project:${(req as unknown as LimitedRequest).params.project_id}`,
       },
     ],
@@ -40,9 +42,14 @@ export function rateLimits(perActorPerMinute: number, perProjectPerMinute: numbe
 
 @Injectable()
 export class RateLimitGuard extends ThrottlerGuard {
-  protected override async throwThrottlingException(context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+  protected override async throwThrottlingException(
+    context: ExecutionContext,
+    detail: ThrottlerLimitDetail,
+  ): Promise<void> {
     const res = context.switchToHttp().getResponse<Response>();
     res.setHeader('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire))));
-    throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit: detail.tracker.startsWith('project:') ? 'project' : 'actor' });
+    throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', {
+      limit: detail.tracker.startsWith('project:') ? 'project' : 'actor',
+    });
   }
 }

@@ -5,7 +5,8 @@ const MINUTE = 60_000;
 describe('SlidingWindowThrottlerStorage', () => {
   let clock: number;
   let storage: SlidingWindowThrottlerStorage;
-  const hit = (key = 'actor:a', limit = 3, blockDuration = MINUTE) => storage.increment(key, MINUTE, limit, blockDuration, 'actor');
+  const hit = (key = 'actor:a', limit = 3, blockDuration = MINUTE) =>
+    storage.increment(key, MINUTE, limit, blockDuration, 'actor');
 
   beforeEach(() => {
     clock = 1_000_000;

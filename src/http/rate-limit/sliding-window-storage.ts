@@ -34,7 +34,13 @@ export class SlidingWindowThrottlerStorage implements ThrottlerStorage {
     this.lastSweep = now();
   }
 
-  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
     const now = this.now();
     if (now - this.lastSweep >= this.sweepEveryMs) this.sweep(now);
     const id = `${throttlerName}\u0000${key}`;
@@ -46,7 +52,12 @@ export class SlidingWindowThrottlerStorage implements ThrottlerStorage {
     roll(counter, now, ttl);
 
     if (counter.blockedUntil > now) {
-      return { totalHits: estimate(counter, now) + 1, timeToExpire: secondsUntil(counter.windowStart + ttl, now), isBlocked: true, timeToBlockExpire: secondsUntil(counter.blockedUntil, now) };
+      return {
+        totalHits: estimate(counter, now) + 1,
+        timeToExpire: secondsUntil(counter.windowStart + ttl, now),
+        isBlocked: true,
+        timeToBlockExpire: secondsUntil(counter.blockedUntil, now),
+      };
     }
     if (counter.blockedUntil !== 0) {
       Object.assign(counter, { windowStart: now, current: 0, previous: 0, blockedUntil: 0 });
@@ -56,10 +67,20 @@ export class SlidingWindowThrottlerStorage implements ThrottlerStorage {
       // No block: a request over the limit is refused and not counted, until the window slides on.
       const hits = estimate(counter, now);
       if (hits >= limit) {
-        return { totalHits: hits + 1, timeToExpire: secondsUntil(counter.windowStart + ttl, now), isBlocked: true, timeToBlockExpire: secondsUntil(counter.windowStart + ttl, now) };
+        return {
+          totalHits: hits + 1,
+          timeToExpire: secondsUntil(counter.windowStart + ttl, now),
+          isBlocked: true,
+          timeToBlockExpire: secondsUntil(counter.windowStart + ttl, now),
+        };
       }
       counter.current += 1;
-      return { totalHits: hits + 1, timeToExpire: secondsUntil(counter.windowStart + ttl, now), isBlocked: false, timeToBlockExpire: 0 };
+      return {
+        totalHits: hits + 1,
+        timeToExpire: secondsUntil(counter.windowStart + ttl, now),
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      };
     }
 
     counter.current += 1;

@@ -17,7 +17,11 @@ export function loggerOptions(level: LogLevel): Params {
       customProps: (req: IncomingMessage) => {
         const r = req as Request & { user?: { sub?: string } };
         const project = typeof r.params?.project_id === 'string' ? r.params.project_id : undefined;
-        return { trace_id: traceIdOf(r), ...(r.user?.sub ? { actor: r.user.sub } : {}), ...(project ? { project_id: project } : {}) };
+        return {
+          trace_id: traceIdOf(r),
+          ...(r.user?.sub ? { actor: r.user.sub } : {}),
+          ...(project ? { project_id: project } : {}),
+        };
       },
       redact: {
         paths: [

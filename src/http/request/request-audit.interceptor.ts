@@ -21,9 +21,20 @@ export class RequestAuditInterceptor implements NestInterceptor {
     const policy = ROUTE_POLICIES[action];
     const ops = policy?.scope === 'ops';
     if (!req.user || (req.method === 'GET' && !ops)) return next.handle();
-    const target = Object.fromEntries(Object.entries(req.params).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+    const target = Object.fromEntries(Object.entries(req.params).filter(([, v]) => typeof v === 'string')) as Record<
+      string,
+      string
+    >;
     const received = this.recorder.received(
-      { actor: req.user.sub, action, method: req.method, path: req.originalUrl, scope: ops ? 'ops' : 'tenant', project_id: target.project_id ?? null, target },
+      {
+        actor: req.user.sub,
+        action,
+        method: req.method,
+        path: req.originalUrl,
+        scope: ops ? 'ops' : 'tenant',
+        project_id: target.project_id ?? null,
+        target,
+      },
       traceIdOf(req),
     );
     return from(received).pipe(mergeMap(() => next.handle()));

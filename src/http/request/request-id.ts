@@ -25,7 +25,9 @@ export function requestIdMiddleware(req: Request, res: Response, next: NextFunct
 /** The trace id of a request from its headers (also for websocket upgrades, which bypass Express). */
 export function traceIdFromHeaders(headers: IncomingHttpHeaders): string {
   const given = headers[REQUEST_ID_HEADER];
-  const traceparent = (typeof headers.traceparent === 'string' ? headers.traceparent : undefined)?.match(TRACEPARENT)?.[1];
+  const traceparent = (typeof headers.traceparent === 'string' ? headers.traceparent : undefined)?.match(
+    TRACEPARENT,
+  )?.[1];
   return typeof given === 'string' && VALID_REQUEST_ID.test(given) ? given : (traceparent ?? randomUUID());
 }
 

@@ -19,13 +19,18 @@ export function inputGuard(req: Request, _res: Response, next: NextFunction): vo
     next(invalidRequest('the path is not valid URL encoding'));
     return;
   }
-  const problem = UNSTORABLE.test(path) ? 'the path holds characters HCP does not accept' : (inspect(req.query, 0, 'query') ?? inspect(req.body, 0, 'body'));
+  const problem = UNSTORABLE.test(path)
+    ? 'the path holds characters HCP does not accept'
+    : (inspect(req.query, 0, 'query') ?? inspect(req.body, 0, 'body'));
   next(problem ? invalidRequest(problem) : undefined);
 }
 
 function inspect(value: unknown, depth: number, where: string): string | null {
   if (depth > MAX_DEPTH) return `the ${where} is nested deeper than ${MAX_DEPTH} levels`;
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? `the ${where} holds characters HCP does not accept (NUL or unpaired surrogates)` : null;
+  if (typeof value === 'string')
+    return UNSTORABLE.test(value)
+      ? `the ${where} holds characters HCP does not accept (NUL or unpaired surrogates)`
+      : null;
   if (value === null || typeof value !== 'object') return null;
   for (const [key, child] of Object.entries(value)) {
     if (UNSTORABLE.test(key)) return `the ${where} holds characters HCP does not accept (NUL or unpaired surrogates)`;

@@ -7,7 +7,12 @@ export const LIMITS = {
   opsId: /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
   tags: { maxEntries: 50, keyPattern: /^[A-Za-z0-9][A-Za-z0-9_./-]{0,62}$/, maxValueLength: 255 },
   metadata: { maxEntries: 100, keyPattern: /^[A-Za-z0-9][A-Za-z0-9_./-]{0,127}$/, maxValueLength: 1024 },
-  sshKeys: { maxCount: 20, maxLength: 8192, pattern: /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\r\n]{0,255})?$/ },
+  sshKeys: {
+    maxCount: 20,
+    maxLength: 8192,
+    pattern:
+      /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\r\n]{0,255})?$/,
+  },
   userDataBytes: 64 * 1024,
   bodyBytes: '256kb',
   listLimit: { min: 1, max: 200, default: 50 },

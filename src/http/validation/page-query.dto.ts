@@ -4,10 +4,17 @@ import { LIMITS } from './limits';
 
 /** The keyset paging every list route takes. */
 export class PageQueryDto {
-  @IsOptional() @Type(() => Number) @IsInt() @Min(LIMITS.listLimit.min) @Max(LIMITS.listLimit.max)
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(LIMITS.listLimit.min)
+  @Max(LIMITS.listLimit.max)
   limit?: number;
 
-  @IsOptional() @IsString() @MaxLength(512) @Matches(/^[A-Za-z0-9_-]+$/, { message: 'cursor is not valid' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
+  @Matches(/^[A-Za-z0-9_-]+$/, { message: 'cursor is not valid' })
   cursor?: string;
 }
 

@@ -23,7 +23,9 @@ export function IsStringMap(limits: StringMapLimits, options?: ValidationOptions
           const entries = Object.entries(value);
           return (
             entries.length <= limits.maxEntries &&
-            entries.every(([k, v]) => limits.keyPattern.test(k) && typeof v === 'string' && v.length <= limits.maxValueLength)
+            entries.every(
+              ([k, v]) => limits.keyPattern.test(k) && typeof v === 'string' && v.length <= limits.maxValueLength,
+            )
           );
         },
       },
@@ -57,7 +59,10 @@ export function IsBoundedObject(maxKeys = 50, maxJsonLength = 16_384, options?: 
       name: 'isBoundedObject',
       target: target.constructor,
       propertyName: propertyName as string,
-      options: { message: `$property must be an object of at most ${maxKeys} keys and ${maxJsonLength} characters of JSON`, ...options },
+      options: {
+        message: `$property must be an object of at most ${maxKeys} keys and ${maxJsonLength} characters of JSON`,
+        ...options,
+      },
       validator: {
         validate(value: unknown): boolean {
           if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;

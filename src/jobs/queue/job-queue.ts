@@ -53,7 +53,10 @@ export class JobQueue {
   /** Which of these jobs have a queue row already (whoever inserted it also recorded their JobQueued). */
   async existing(tx: EntityManager, jobIds: string[]): Promise<Set<string>> {
     if (jobIds.length === 0) return new Set();
-    const rows: Array<{ job_id: string }> = await tx.query(`SELECT job_id FROM job_queue WHERE job_id = ANY($1::uuid[])`, [jobIds]);
+    const rows: Array<{ job_id: string }> = await tx.query(
+      `SELECT job_id FROM job_queue WHERE job_id = ANY($1::uuid[])`,
+      [jobIds],
+    );
     return new Set(rows.map((r) => r.job_id));
   }
 

@@ -28,7 +28,9 @@ describe('JobExecutors', () => {
     const first = new ScriptedJobExecutor();
     executors.register('vm', first);
 
-    expect(() => executors.register('vm', new ScriptedJobExecutor())).toThrow('an executor for "vm" jobs is registered already');
+    expect(() => executors.register('vm', new ScriptedJobExecutor())).toThrow(
+      'an executor for "vm" jobs is registered already',
+    );
     expect(executors.for('vm.start')).toBe(first);
   });
 

@@ -1,6 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { register } from 'prom-client';
-import { createHcpUpcasters, decideJob, HcpError, HcpErrorShape, JobCommand, JobEvent, JobQueued, JobType, jobEvent, jobStreamId } from '@hcp/domain';
+import {
+  createHcpUpcasters,
+  decideJob,
+  HcpError,
+  HcpErrorShape,
+  JobCommand,
+  JobEvent,
+  JobQueued,
+  JobType,
+  jobEvent,
+  jobStreamId,
+} from '@hcp/domain';
 import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
 import { ScriptedJobExecutor } from '../../../test/fakes/scripted-job-executor';
 import { eventContext } from '../../platform/event-sourcing/event-context';
@@ -15,8 +26,16 @@ const NOW = new Date('2026-03-01T12:00:00.000Z');
 const WORKER = 'worker-a';
 const TRACE = 'trace-1';
 const POLICY: JobPolicy = { maxAttempts: 3, retryBackoffMs: 1_000, attemptTimeoutMs: 30_000 };
-const UNAVAILABLE: HcpErrorShape = { code: 'PROVIDER_UNAVAILABLE', message: 'the provider did not answer', retryable: true };
-const LEASE_EXPIRED: HcpErrorShape = { code: 'PROVIDER_TIMEOUT', message: 'the worker running this job stopped answering', retryable: true };
+const UNAVAILABLE: HcpErrorShape = {
+  code: 'PROVIDER_UNAVAILABLE',
+  message: 'the provider did not answer',
+  retryable: true,
+};
+const LEASE_EXPIRED: HcpErrorShape = {
+  code: 'PROVIDER_TIMEOUT',
+  message: 'the worker running this job stopped answering',
+  retryable: true,
+};
 
 // prom-client registers every metric in its global registry: one HcpMetrics per spec file, reset before each spec.
 const metrics = new HcpMetrics();
@@ -35,7 +54,18 @@ describe('JobRunner', () => {
     // Only the clock is fixed (retry_at, deadlines and event times); promises and timers stay real.
     jest.useFakeTimers({
       now: NOW,
-      doNotFake: ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'],
+      doNotFake: [
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setInterval',
+        'clearInterval',
+        'setTimeout',
+        'clearTimeout',
+      ],
     });
     jest.spyOn(Math, 'random').mockReturnValue(0.5); // backoff jitter factor 1.0
     register.resetMetrics();
@@ -64,18 +94,37 @@ describe('JobRunner', () => {
   /** GIVEN a job queued by alice (through the real repository), then the job commands in `history`. */
   async function givenJob(history: JobCommand[] = [], type: JobType = 'vm.start'): Promise<GivenJob> {
     const id = `job-${++jobCount}`;
-    const queued = jobEvent<JobQueued>('JobQueued', { job_id: id, project_id: 'p-1', type, resource_id: 'vm-1', trace_id: TRACE, actor: 'alice', params: {} });
+    const queued = jobEvent<JobQueued>('JobQueued', {
+      job_id: id,
+      project_id: 'p-1',
+      type,
+      resource_id: 'vm-1',
+      trace_id: TRACE,
+      actor: 'alice',
+      params: {},
+    });
     await jobs.ensureQueued(queued, eventContext('alice', TRACE));
     for (const command of history) {
       const loaded = await jobs.load(id);
       await jobs.append(loaded, decideJob(loaded.state, command), eventContext(JOB_WORKER_ACTOR, TRACE));
     }
-    const leased: LeasedJob = { job_id: id, project_id: 'p-1', type, resource_id: 'vm-1', leases: history.length + 1, reclaimed: false };
+    const leased: LeasedJob = {
+      job_id: id,
+      project_id: 'p-1',
+      type,
+      resource_id: 'vm-1',
+      leases: history.length + 1,
+      reclaimed: false,
+    };
     return { id, lease: leased, given: history.length + 1 };
   }
 
   const started = (worker = 'worker-old'): JobCommand => ({ type: 'start', worker });
-  const attemptFailed = (error: HcpErrorShape = UNAVAILABLE): JobCommand => ({ type: 'fail_attempt', error, retry_at: NOW.toISOString() });
+  const attemptFailed = (error: HcpErrorShape = UNAVAILABLE): JobCommand => ({
+    type: 'fail_attempt',
+    error,
+    retry_at: NOW.toISOString(),
+  });
 
   /** THEN: the events the runner appended to the job's stream, decoded. */
   async function eventsWritten(job: GivenJob): Promise<JobEvent[]> {
@@ -88,8 +137,10 @@ describe('JobRunner', () => {
   }
 
   const run = (job: GivenJob, policy: JobPolicy = POLICY) => runner.run(job.lease, WORKER, policy, lease.signal);
-  const counterValue = async (metric: { get(): Promise<{ values: Array<{ value: number; labels: object }> }> }, labels: object = {}) =>
-    (await metric.get()).values.find((v) => JSON.stringify(v.labels) === JSON.stringify(labels))?.value ?? 0;
+  const counterValue = async (
+    metric: { get(): Promise<{ values: Array<{ value: number; labels: object }> }> },
+    labels: object = {},
+  ) => (await metric.get()).values.find((v) => JSON.stringify(v.labels) === JSON.stringify(labels))?.value ?? 0;
   const at = (ms: number) => new Date(NOW.getTime() + ms);
 
   describe('a job that is over', () => {
@@ -107,7 +158,19 @@ describe('JobRunner', () => {
     });
 
     it('finishes a leased job that has no stream without writing one', async () => {
-      const result = await runner.run({ job_id: 'job-unknown', project_id: 'p-1', type: 'vm.start', resource_id: 'vm-1', leases: 1, reclaimed: false }, WORKER, POLICY, lease.signal);
+      const result = await runner.run(
+        {
+          job_id: 'job-unknown',
+          project_id: 'p-1',
+          type: 'vm.start',
+          resource_id: 'vm-1',
+          leases: 1,
+          reclaimed: false,
+        },
+        WORKER,
+        POLICY,
+        lease.signal,
+      );
 
       expect(result).toEqual({ kind: 'finished' });
       expect(await store.readStream(jobStreamId('job-unknown'))).toEqual([]);
@@ -142,7 +205,11 @@ describe('JobRunner', () => {
         jobEvent('JobFailed', { attempt: 3, error: LEASE_EXPIRED }),
       ]);
       expect(executor.callNames()).toEqual(['recordFailure']);
-      expect(executor.calls[0]).toMatchObject({ call: 'recordFailure', job: { id: job.id, status: 'queued', attempts: 3 }, error: LEASE_EXPIRED });
+      expect(executor.calls[0]).toMatchObject({
+        call: 'recordFailure',
+        job: { id: job.id, status: 'queued', attempts: 3 },
+        error: LEASE_EXPIRED,
+      });
       expect(await counterValue(metrics.leaseExpiries)).toBe(1);
     });
   });
@@ -156,7 +223,11 @@ describe('JobRunner', () => {
       expect(result).toEqual({ kind: 'finished' });
       expect(await eventsWritten(job)).toEqual([jobEvent('JobFailed', { attempt: 3, error: UNAVAILABLE })]);
       expect(executor.callNames()).toEqual(['recordFailure']);
-      expect(executor.calls[0]).toMatchObject({ call: 'recordFailure', job: { id: job.id, attempts: 3 }, error: UNAVAILABLE });
+      expect(executor.calls[0]).toMatchObject({
+        call: 'recordFailure',
+        job: { id: job.id, attempts: 3 },
+        error: UNAVAILABLE,
+      });
     });
   });
 
@@ -173,8 +244,13 @@ describe('JobRunner', () => {
 
       expect(streamWhilePerforming).toEqual(['JobQueued', 'JobStarted']);
       const [performed] = executor.calls;
-      expect(performed).toMatchObject({ call: 'perform', job: { id: job.id, type: 'vm.start', status: 'running', attempts: 1, resource_id: 'vm-1' } });
-      expect(performed).toMatchObject({ attempt: { worker: WORKER, deadline: at(POLICY.attemptTimeoutMs), signal: lease.signal, trace_id: TRACE } });
+      expect(performed).toMatchObject({
+        call: 'perform',
+        job: { id: job.id, type: 'vm.start', status: 'running', attempts: 1, resource_id: 'vm-1' },
+      });
+      expect(performed).toMatchObject({
+        attempt: { worker: WORKER, deadline: at(POLICY.attemptTimeoutMs), signal: lease.signal, trace_id: TRACE },
+      });
       expect((await eventsWritten(job))[0]).toEqual(jobEvent('JobStarted', { attempt: 1, worker: WORKER }));
     });
 
@@ -192,8 +268,13 @@ describe('JobRunner', () => {
       expect(result).toEqual({ kind: 'finished' });
       expect(streamWhileRecording).toEqual(['JobQueued', 'JobStarted']);
       expect(executor.callNames()).toEqual(['perform', 'record']);
-      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobSucceeded', { attempt: 1 })]);
-      expect(await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: 'succeeded' })).toBe(1);
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobSucceeded', { attempt: 1 }),
+      ]);
+      expect(
+        await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: 'succeeded' }),
+      ).toBe(1);
     });
 
     it('writes its events as the worker, on the trace of the request', async () => {
@@ -223,7 +304,11 @@ describe('JobRunner', () => {
         expect(result).toEqual({ kind: 'retry', at: at(POLICY.retryBackoffMs) });
         expect(await eventsWritten(job)).toEqual([
           jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
-          jobEvent('JobAttemptFailed', { attempt: 1, error: { code, message: 'try again later', retryable: true }, retry_at: at(POLICY.retryBackoffMs).toISOString() }),
+          jobEvent('JobAttemptFailed', {
+            attempt: 1,
+            error: { code, message: 'try again later', retryable: true },
+            retry_at: at(POLICY.retryBackoffMs).toISOString(),
+          }),
         ]);
         expect(executor.callNames()).toEqual(['perform']);
         expect(await counterValue(metrics.jobRetries, { code })).toBe(1);
@@ -235,15 +320,22 @@ describe('JobRunner', () => {
       [2, 0.5, 4_000], // base * 2^(3-1)
       [1, 0, 1_600], // base * 2^(2-1) * 0.8 (least jitter)
       [1, 0.999_999, 2_400], // base * 2^(2-1) * 1.2 (most jitter)
-    ])('backs off exponentially with the attempts already made (%i before this one, random %d): %i ms', async (before, random, backoffMs) => {
-      (Math.random as jest.Mock).mockReturnValue(random);
-      const job = await givenJob(failedAttempts(before));
-      executor.willAnswer({ kind: 'failed', target: 'simulator', error: new HcpError('PROVIDER_UNAVAILABLE', 'down') });
+    ])(
+      'backs off exponentially with the attempts already made (%i before this one, random %d): %i ms',
+      async (before, random, backoffMs) => {
+        (Math.random as jest.Mock).mockReturnValue(random);
+        const job = await givenJob(failedAttempts(before));
+        executor.willAnswer({
+          kind: 'failed',
+          target: 'simulator',
+          error: new HcpError('PROVIDER_UNAVAILABLE', 'down'),
+        });
 
-      const result = await run(job, { ...POLICY, maxAttempts: 5 });
+        const result = await run(job, { ...POLICY, maxAttempts: 5 });
 
-      expect(result).toEqual({ kind: 'retry', at: at(backoffMs) });
-    });
+        expect(result).toEqual({ kind: 'retry', at: at(backoffMs) });
+      },
+    );
 
     it('waits at most five minutes before the next attempt', async () => {
       const job = await givenJob(failedAttempts(3));
@@ -256,7 +348,10 @@ describe('JobRunner', () => {
 
     it.each([
       ['a non-retryable code', new HcpError('FEATURE_NOT_SUPPORTED', 'no reboot on this provider')],
-      ['a retryable code the thrower marked final', new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false)],
+      [
+        'a retryable code the thrower marked final',
+        new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false),
+      ],
     ])('fails for good on %s: the resource records the failure, then the job fails', async (_case, error) => {
       const job = await givenJob();
       executor.willAnswer({ kind: 'failed', target: 'simulator', error });
@@ -264,10 +359,19 @@ describe('JobRunner', () => {
       const result = await run(job);
 
       expect(result).toEqual({ kind: 'finished' });
-      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobFailed', { attempt: 1, error: error.toShape() })]);
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobFailed', { attempt: 1, error: error.toShape() }),
+      ]);
       expect(executor.callNames()).toEqual(['perform', 'recordFailure']);
-      expect(executor.calls[1]).toMatchObject({ call: 'recordFailure', job: { id: job.id, status: 'running', attempts: 1 }, error: error.toShape() });
-      expect(await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: error.code })).toBe(1);
+      expect(executor.calls[1]).toMatchObject({
+        call: 'recordFailure',
+        job: { id: job.id, status: 'running', attempts: 1 },
+        error: error.toShape(),
+      });
+      expect(
+        await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: error.code }),
+      ).toBe(1);
       expect((await metrics.jobRetries.get()).values).toEqual([]);
     });
 
@@ -278,24 +382,42 @@ describe('JobRunner', () => {
       const result = await run(job);
 
       expect(result).toEqual({ kind: 'finished' });
-      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 3, worker: WORKER }), jobEvent('JobFailed', { attempt: 3, error: UNAVAILABLE })]);
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 3, worker: WORKER }),
+        jobEvent('JobFailed', { attempt: 3, error: UNAVAILABLE }),
+      ]);
       expect(executor.callNames()).toEqual(['perform', 'recordFailure']);
-      expect(await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'simulator', outcome: 'PROVIDER_UNAVAILABLE' })).toBe(1);
+      expect(
+        await counterValue(metrics.jobsFinished, {
+          type: 'vm.start',
+          provider: 'simulator',
+          outcome: 'PROVIDER_UNAVAILABLE',
+        }),
+      ).toBe(1);
       expect((await metrics.jobRetries.get()).values).toEqual([]);
     });
 
     it('wraps an error outside the taxonomy into INTERNAL_ERROR, without its message, and logs it', async () => {
       const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
       const job = await givenJob();
-      executor.willAnswer({ kind: 'failed', target: 'simulator', error: new TypeError('cannot read properties of undefined (secret=hunter2)') });
+      executor.willAnswer({
+        kind: 'failed',
+        target: 'simulator',
+        error: new TypeError('cannot read properties of undefined (secret=hunter2)'),
+      });
 
       const result = await run(job);
 
       const internal: HcpErrorShape = { code: 'INTERNAL_ERROR', message: 'internal error', retryable: false };
       expect(result).toEqual({ kind: 'finished' });
-      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobFailed', { attempt: 1, error: internal })]);
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobFailed', { attempt: 1, error: internal }),
+      ]);
       expect(executor.calls[1]).toMatchObject({ call: 'recordFailure', error: internal });
-      expect(logged).toHaveBeenCalledWith(`job ${job.id}: failed unexpectedly: TypeError: cannot read properties of undefined (secret=hunter2)`);
+      expect(logged).toHaveBeenCalledWith(
+        `job ${job.id}: failed unexpectedly: TypeError: cannot read properties of undefined (secret=hunter2)`,
+      );
     });
   });
 
@@ -327,7 +449,10 @@ describe('JobRunner', () => {
       const result = await run(job);
 
       expect(result).toEqual({ kind: 'finished' });
-      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobSucceeded', { attempt: 1 })]);
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobSucceeded', { attempt: 1 }),
+      ]);
       expect(executor.callNames()).toEqual(['perform']);
     });
 
@@ -338,7 +463,10 @@ describe('JobRunner', () => {
       const result = await run(job);
 
       expect(result).toEqual({ kind: 'finished' });
-      expect(await eventsWritten(job)).toEqual([jobEvent('JobStarted', { attempt: 1, worker: WORKER }), jobEvent('JobFailed', { attempt: 1, error: UNAVAILABLE })]);
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobFailed', { attempt: 1, error: UNAVAILABLE }),
+      ]);
       expect(executor.callNames()).toEqual(['perform']);
     });
   });
@@ -352,7 +480,10 @@ describe('JobRunner', () => {
 
       expect(result).toEqual({ kind: 'finished' });
       expect(await eventsWritten(job)).toEqual([
-        jobEvent('JobFailed', { attempt: 0, error: { code: 'INTERNAL_ERROR', message: 'no executor runs vm.reboot jobs', retryable: false } }),
+        jobEvent('JobFailed', {
+          attempt: 0,
+          error: { code: 'INTERNAL_ERROR', message: 'no executor runs vm.reboot jobs', retryable: false },
+        }),
       ]);
     });
   });

@@ -49,7 +49,11 @@ export class JobRunner {
     }
     const executor = this.executors.for(initial.type);
     if (!executor) {
-      await this.step(job, { type: 'fail', error: new HcpError('INTERNAL_ERROR', `no executor runs ${initial.type} jobs`).toShape() }, traceId);
+      await this.step(
+        job,
+        { type: 'fail', error: new HcpError('INTERNAL_ERROR', `no executor runs ${initial.type} jobs`).toShape() },
+        traceId,
+      );
       return { kind: 'finished' };
     }
     if (stateOf(job).attempts >= policy.maxAttempts) {
@@ -59,7 +63,12 @@ export class JobRunner {
     job = await this.step(job, { type: 'start', worker }, traceId);
     const running = stateOf(job);
 
-    const work = await executor.perform(running, { worker, deadline: new Date(Date.now() + policy.attemptTimeoutMs), signal, trace_id: running.trace_id });
+    const work = await executor.perform(running, {
+      worker,
+      deadline: new Date(Date.now() + policy.attemptTimeoutMs),
+      signal,
+      trace_id: running.trace_id,
+    });
     if (work.kind === 'settled') {
       await this.step(job, work.error ? { type: 'fail', error: work.error } : { type: 'succeed' }, traceId);
       return { kind: 'finished' };
@@ -67,7 +76,8 @@ export class JobRunner {
     if (signal.aborted) return { kind: 'lease_lost' };
     if (work.kind === 'failed') {
       const error = toHcpError(work.error);
-      if (!(work.error instanceof HcpError)) this.logger.error(`job ${running.id}: failed unexpectedly: ${String(work.error)}`);
+      if (!(work.error instanceof HcpError))
+        this.logger.error(`job ${running.id}: failed unexpectedly: ${String(work.error)}`);
       if (error.retryable && running.attempts < policy.maxAttempts) {
         const at = new Date(Date.now() + backoff(policy.retryBackoffMs, running.attempts));
         await this.step(job, { type: 'fail_attempt', error: error.toShape(), retry_at: at.toISOString() }, traceId);
@@ -85,7 +95,12 @@ export class JobRunner {
   }
 
   /** The resource settles where a failed operation leaves it, then the job fails with the taxonomy error. */
-  private async fail(job: Loaded<JobState>, executor: JobExecutor, error: HcpErrorShape, traceId: string): Promise<void> {
+  private async fail(
+    job: Loaded<JobState>,
+    executor: JobExecutor,
+    error: HcpErrorShape,
+    traceId: string,
+  ): Promise<void> {
     await executor.recordFailure(stateOf(job), error);
     await this.step(job, { type: 'fail', error }, traceId);
   }

@@ -44,7 +44,10 @@ export class JobWorker {
     this.stopped = true;
     this.notify();
     await this.loop;
-    await Promise.race([Promise.allSettled([...this.running.values()]), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    await Promise.race([
+      Promise.allSettled([...this.running.values()]),
+      new Promise((r) => setTimeout(r, graceMs).unref()),
+    ]);
   }
 
   private async run(): Promise<void> {
@@ -84,14 +87,17 @@ export class JobWorker {
 
   private async runJob(job: LeasedJob): Promise<void> {
     const abort = new AbortController();
-    const renewal = setInterval(() => {
-      this.queue.renew(job.job_id, this.id, this.options.leaseMs).then(
-        (held) => {
-          if (!held) abort.abort();
-        },
-        (err) => this.logger.warn(`lease renewal of job ${job.job_id} failed: ${(err as Error).message}`),
-      );
-    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    const renewal = setInterval(
+      () => {
+        this.queue.renew(job.job_id, this.id, this.options.leaseMs).then(
+          (held) => {
+            if (!held) abort.abort();
+          },
+          (err) => this.logger.warn(`lease renewal of job ${job.job_id} failed: ${(err as Error).message}`),
+        );
+      },
+      Math.max(100, Math.floor(this.options.leaseMs / 3)),
+    );
     try {
       const result = await this.runner.run(job, this.id, this.options, abort.signal);
       if (result.kind === 'finished') await this.queue.complete(job.job_id, this.id);

@@ -44,14 +44,23 @@ export class ClustersController {
   }
 
   @Patch(':id')
-  async update(@Param('id', OpsIdPipe) id: string, @Body() body: UpdateClusterDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
+  async update(
+    @Param('id', OpsIdPipe) id: string,
+    @Body() body: UpdateClusterDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ) {
     const patch = { ...body, ...(body.capacity ? { capacity: { ...body.capacity } } : {}) };
     return presentOpsResource(await this.commands.updateCluster(id, patch, eventContext(who.sub, traceIdOf(req))));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id', OpsIdPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(
+    @Param('id', OpsIdPipe) id: string,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<void> {
     await this.commands.deleteCluster(id, eventContext(who.sub, traceIdOf(req)));
   }
 }

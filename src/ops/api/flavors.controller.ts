@@ -19,7 +19,9 @@ export class OpsFlavorsController {
 
   @Post()
   async create(@Body() body: CreateFlavorDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
-    return presentOpsResource(await this.commands.registerFlavor({ ...body, extras: body.extras ?? {} }, eventContext(who.sub, traceIdOf(req))));
+    return presentOpsResource(
+      await this.commands.registerFlavor({ ...body, extras: body.extras ?? {} }, eventContext(who.sub, traceIdOf(req))),
+    );
   }
 
   @Get()
@@ -28,13 +30,22 @@ export class OpsFlavorsController {
   }
 
   @Patch(':id')
-  async update(@Param('id', UuidPipe) id: string, @Body() body: UpdateFlavorDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
+  async update(
+    @Param('id', UuidPipe) id: string,
+    @Body() body: UpdateFlavorDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ) {
     return presentOpsResource(await this.commands.updateFlavor(id, { ...body }, eventContext(who.sub, traceIdOf(req))));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id', UuidPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(
+    @Param('id', UuidPipe) id: string,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<void> {
     await this.commands.deleteFlavor(id, eventContext(who.sub, traceIdOf(req)));
   }
 }

@@ -20,7 +20,12 @@ export class OpsImagesController {
 
   @Post()
   async create(@Body() body: CreateImageDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
-    return presentOpsResource(await this.commands.registerImage({ ...body, provider_refs: { ...body.provider_refs } }, eventContext(who.sub, traceIdOf(req))));
+    return presentOpsResource(
+      await this.commands.registerImage(
+        { ...body, provider_refs: { ...body.provider_refs } },
+        eventContext(who.sub, traceIdOf(req)),
+      ),
+    );
   }
 
   @Get()
@@ -29,13 +34,22 @@ export class OpsImagesController {
   }
 
   @Patch(':id')
-  async update(@Param('id', UuidPipe) id: string, @Body() body: UpdateImageDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
+  async update(
+    @Param('id', UuidPipe) id: string,
+    @Body() body: UpdateImageDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ) {
     return presentOpsResource(await this.commands.updateImage(id, { ...body }, eventContext(who.sub, traceIdOf(req))));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id', UuidPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(
+    @Param('id', UuidPipe) id: string,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<void> {
     await this.commands.deleteImage(id, eventContext(who.sub, traceIdOf(req)));
   }
 }

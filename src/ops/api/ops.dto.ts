@@ -24,10 +24,17 @@ const NAME_MESSAGE = 'name must be 1-63 letters, digits, spaces, dots, dashes or
 
 /** TLS of a provider endpoint: a CA bundle to trust, or a pinned certificate; never "insecure". */
 export class TlsDto {
-  @IsOptional() @IsString() @MaxLength(65_536) @Matches(/-----BEGIN CERTIFICATE-----/, { message: 'ca_pem must hold PEM certificates' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(65_536)
+  @Matches(/-----BEGIN CERTIFICATE-----/, { message: 'ca_pem must hold PEM certificates' })
   ca_pem?: string;
 
-  @IsOptional() @IsString() @Matches(/^([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$|^[0-9A-Fa-f]{64}$/, { message: 'fingerprint_sha256 must be a SHA-256 fingerprint (hex, with or without colons)' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$|^[0-9A-Fa-f]{64}$/, {
+    message: 'fingerprint_sha256 must be a SHA-256 fingerprint (hex, with or without colons)',
+  })
   fingerprint_sha256?: string;
 }
 
@@ -40,7 +47,10 @@ export class CapacityDto {
 export class CreateProviderDto {
   @IsString() @Matches(NAME, { message: NAME_MESSAGE }) name!: string;
   @IsIn(PROVIDER_TYPES) type!: ProviderType;
-  @IsOptional() @IsUrl({ require_tld: false, protocols: ['https', 'http'], require_protocol: true }) @MaxLength(2048) endpoint?: string;
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['https', 'http'], require_protocol: true })
+  @MaxLength(2048)
+  endpoint?: string;
   /** Write-only: sealed at rest, never returned, never logged. */
   @IsOptional() @IsBoundedObject() credentials?: Record<string, unknown>;
   @IsOptional() @ValidateNested() @Type(() => TlsDto) tls?: TlsDto;
@@ -49,7 +59,10 @@ export class CreateProviderDto {
 
 export class UpdateProviderDto {
   @IsOptional() @IsString() @Matches(NAME, { message: NAME_MESSAGE }) name?: string;
-  @IsOptional() @IsUrl({ require_tld: false, protocols: ['https', 'http'], require_protocol: true }) @MaxLength(2048) endpoint?: string;
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['https', 'http'], require_protocol: true })
+  @MaxLength(2048)
+  endpoint?: string;
   @IsOptional() @IsBoundedObject() credentials?: Record<string, unknown>;
   @IsOptional() @ValidateNested() @Type(() => TlsDto) tls?: TlsDto;
   @IsOptional() @IsBoundedObject() settings?: Record<string, unknown>;
@@ -75,12 +88,19 @@ export class UpdateClusterDto {
 
 export class ZoneBodyDto {
   @IsString() @Matches(NAME, { message: NAME_MESSAGE }) name!: string;
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsString({ each: true }) @Matches(LIMITS.opsId, { each: true, message: 'each of cluster_ids must be a cluster id' }) cluster_ids!: string[];
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @Matches(LIMITS.opsId, { each: true, message: 'each of cluster_ids must be a cluster id' })
+  cluster_ids!: string[];
   @IsIn(['spread', 'pack']) policy!: 'spread' | 'pack';
 }
 
 export class CreateZoneDto extends ZoneBodyDto {
-  @IsString() @Matches(LIMITS.zoneId, { message: 'id must be a DNS label (lower-case letters, digits, dashes)' }) id!: string;
+  @IsString()
+  @Matches(LIMITS.zoneId, { message: 'id must be a DNS label (lower-case letters, digits, dashes)' })
+  id!: string;
 }
 
 export class CreateImageDto {
@@ -89,7 +109,10 @@ export class CreateImageDto {
   @IsInt() @Min(0) @Max(1_000_000) min_disk_gb!: number;
   @IsInt() @Min(0) @Max(100_000_000) min_ram_mb!: number;
   @IsIn(['public', 'private']) visibility!: 'public' | 'private';
-  @IsStringMap({ maxEntries: 200, keyPattern: /^[A-Za-z0-9._:-]{1,64}$/, maxValueLength: 512 }) provider_refs!: Record<string, string>;
+  @IsStringMap({ maxEntries: 200, keyPattern: /^[A-Za-z0-9._:-]{1,64}$/, maxValueLength: 512 }) provider_refs!: Record<
+    string,
+    string
+  >;
 }
 
 export class UpdateImageDto {
@@ -98,7 +121,9 @@ export class UpdateImageDto {
   @IsOptional() @IsInt() @Min(0) @Max(1_000_000) min_disk_gb?: number;
   @IsOptional() @IsInt() @Min(0) @Max(100_000_000) min_ram_mb?: number;
   @IsOptional() @IsIn(['public', 'private']) visibility?: 'public' | 'private';
-  @IsOptional() @IsStringMap({ maxEntries: 200, keyPattern: /^[A-Za-z0-9._:-]{1,64}$/, maxValueLength: 512 }) provider_refs?: Record<string, string>;
+  @IsOptional()
+  @IsStringMap({ maxEntries: 200, keyPattern: /^[A-Za-z0-9._:-]{1,64}$/, maxValueLength: 512 })
+  provider_refs?: Record<string, string>;
 }
 
 export class CreateFlavorDto {

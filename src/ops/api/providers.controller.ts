@@ -26,7 +26,14 @@ export class ProvidersController {
   @Post()
   async create(@Body() body: CreateProviderDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
     const provider = await this.commands.registerProvider(
-      { name: body.name, type: body.type, endpoint: body.endpoint ?? null, tls: { ...body.tls }, settings: body.settings ?? {}, ...(body.credentials ? { credentials: body.credentials } : {}) },
+      {
+        name: body.name,
+        type: body.type,
+        endpoint: body.endpoint ?? null,
+        tls: { ...body.tls },
+        settings: body.settings ?? {},
+        ...(body.credentials ? { credentials: body.credentials } : {}),
+      },
       eventContext(who.sub, traceIdOf(req)),
     );
     return presentProvider(provider, await this.health.check(provider.id).catch(() => undefined));
@@ -46,14 +53,27 @@ export class ProvidersController {
   }
 
   @Patch(':id')
-  async update(@Param('id', OpsIdPipe) id: string, @Body() body: UpdateProviderDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
-    const provider = await this.commands.updateProvider(id, { ...body, ...(body.tls ? { tls: { ...body.tls } } : {}) }, eventContext(who.sub, traceIdOf(req)));
+  async update(
+    @Param('id', OpsIdPipe) id: string,
+    @Body() body: UpdateProviderDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ) {
+    const provider = await this.commands.updateProvider(
+      id,
+      { ...body, ...(body.tls ? { tls: { ...body.tls } } : {}) },
+      eventContext(who.sub, traceIdOf(req)),
+    );
     return presentProvider(provider, await this.health.check(id).catch(() => undefined));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id', OpsIdPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(
+    @Param('id', OpsIdPipe) id: string,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<void> {
     await this.commands.deleteProvider(id, eventContext(who.sub, traceIdOf(req)));
   }
 

@@ -20,7 +20,13 @@ export class ZonesController {
   @Post()
   async create(@Body() body: CreateZoneDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
     const { id, ...spec } = body;
-    return presentOpsResource(await this.commands.createZone(id, { ...spec, cluster_ids: [...spec.cluster_ids] }, eventContext(who.sub, traceIdOf(req))));
+    return presentOpsResource(
+      await this.commands.createZone(
+        id,
+        { ...spec, cluster_ids: [...spec.cluster_ids] },
+        eventContext(who.sub, traceIdOf(req)),
+      ),
+    );
   }
 
   @Get()
@@ -35,13 +41,28 @@ export class ZonesController {
 
   /** Replaces the zone's clusters, name and policy. */
   @Put(':id')
-  async replace(@Param('id', OpsIdPipe) id: string, @Body() body: ZoneBodyDto, @CurrentPrincipal() who: Principal, @Req() req: Request) {
-    return presentOpsResource(await this.commands.replaceZone(id, { ...body, cluster_ids: [...body.cluster_ids] }, eventContext(who.sub, traceIdOf(req))));
+  async replace(
+    @Param('id', OpsIdPipe) id: string,
+    @Body() body: ZoneBodyDto,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ) {
+    return presentOpsResource(
+      await this.commands.replaceZone(
+        id,
+        { ...body, cluster_ids: [...body.cluster_ids] },
+        eventContext(who.sub, traceIdOf(req)),
+      ),
+    );
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@Param('id', OpsIdPipe) id: string, @CurrentPrincipal() who: Principal, @Req() req: Request): Promise<void> {
+  async delete(
+    @Param('id', OpsIdPipe) id: string,
+    @CurrentPrincipal() who: Principal,
+    @Req() req: Request,
+  ): Promise<void> {
     await this.commands.deleteZone(id, eventContext(who.sub, traceIdOf(req)));
   }
 }

@@ -1,5 +1,12 @@
 import { HcpError, ClusterSpec, ProviderSpec, ProviderType } from '@hcp/domain';
-import { ProviderDriver, ProxmoxDriver, SimulatorDriver, SimulatorFaults, SimulatorState, simulatorLatency } from '@hcp/providers';
+import {
+  ProviderDriver,
+  ProxmoxDriver,
+  SimulatorDriver,
+  SimulatorFaults,
+  SimulatorState,
+  simulatorLatency,
+} from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
 
 export interface DriverTarget {
@@ -38,8 +45,12 @@ export class DriverFactory {
       case 'simulator':
         return new SimulatorDriver({
           state: this.simulatorState,
-          latency: simulatorLatency({ scale: numberSetting(provider.settings.latency_scale) ?? this.config.simulator.latencyScale }),
-          faults: SimulatorFaults.parse(typeof provider.settings.faults === 'string' ? provider.settings.faults : this.config.simulator.faults),
+          latency: simulatorLatency({
+            scale: numberSetting(provider.settings.latency_scale) ?? this.config.simulator.latencyScale,
+          }),
+          faults: SimulatorFaults.parse(
+            typeof provider.settings.faults === 'string' ? provider.settings.faults : this.config.simulator.faults,
+          ),
           clusterId: target.clusterId,
           providerId: target.providerId,
         });
@@ -54,7 +65,9 @@ export class DriverFactory {
           cluster_id: target.clusterId,
         });
       default:
-        throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${provider.type} in this release`, { capability: `provider:${provider.type}` });
+        throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${provider.type} in this release`, {
+          capability: `provider:${provider.type}`,
+        });
     }
   }
 }

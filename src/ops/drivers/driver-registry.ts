@@ -31,10 +31,17 @@ export class DriverRegistry {
     return narrowCapabilities(driver.capabilities(), cluster?.spec.capabilities ?? {});
   }
 
-  private async resolve(providerId: string, clusterId: string): Promise<{ driver: ProviderDriver; cluster: OpsResourceState<'cluster'> | null }> {
-    const [provider, cluster] = await Promise.all([this.resources.live('provider', providerId), this.resources.live('cluster', clusterId)]);
+  private async resolve(
+    providerId: string,
+    clusterId: string,
+  ): Promise<{ driver: ProviderDriver; cluster: OpsResourceState<'cluster'> | null }> {
+    const [provider, cluster] = await Promise.all([
+      this.resources.live('provider', providerId),
+      this.resources.live('cluster', clusterId),
+    ]);
     // Not retryable: the provider or cluster was deleted while the VM still lived on it.
-    if (!provider) throw new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false);
+    if (!provider)
+      throw new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false);
     const key = `${providerId}/${clusterId}`;
     const version = `${provider.updated_at}/${cluster?.updated_at ?? '-'}`;
     const cached = this.cache.get(key);

@@ -37,7 +37,9 @@ export class ProviderCredentialsStore {
    * credential replaced during the run is left as its writer stored it.
    */
   async rotate(): Promise<RotationResult> {
-    const rows: Array<{ provider_id: string; sealed: unknown }> = await this.db.query(`SELECT provider_id, sealed FROM provider_credentials`);
+    const rows: Array<{ provider_id: string; sealed: unknown }> = await this.db.query(
+      `SELECT provider_id, sealed FROM provider_credentials`,
+    );
     return new KeyRotation(this.box).rotateAll(
       rows.map((r) => ({ id: r.provider_id, sealed: r.sealed })),
       async (id, sealed, previous) => {

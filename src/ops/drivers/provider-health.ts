@@ -32,7 +32,10 @@ export class ProviderHealthService {
     let health: ProviderHealth;
     try {
       const driver = await this.drivers.driverFor(providerId, cluster?.id ?? `${providerId}:probe`);
-      await driver.checkConnectivity({ deadline: new Date(Date.now() + CHECK_TIMEOUT_MS), signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
+      await driver.checkConnectivity({
+        deadline: new Date(Date.now() + CHECK_TIMEOUT_MS),
+        signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+      });
       health = { status: 'healthy', message: null, checked_at: new Date().toISOString() };
     } catch (err) {
       // The taxonomy message only: provider answers may echo request details, never credentials here.
@@ -43,19 +46,32 @@ export class ProviderHealthService {
        ON CONFLICT (provider_id) DO UPDATE SET status = EXCLUDED.status, message = EXCLUDED.message, checked_at = EXCLUDED.checked_at`,
       [providerId, health.status, health.message, health.checked_at],
     );
-    if (health.status !== 'healthy') this.logger.warn({ msg: 'provider unreachable', provider_id: providerId, reason: health.message });
+    if (health.status !== 'healthy')
+      this.logger.warn({ msg: 'provider unreachable', provider_id: providerId, reason: health.message });
     return health;
   }
 
   async of(providerIds: string[]): Promise<Map<string, ProviderHealth>> {
     if (providerIds.length === 0) return new Map();
-    const rows = await this.db.query(`SELECT provider_id, status, message, checked_at FROM provider_health WHERE provider_id = ANY($1)`, [providerIds]);
-    return new Map(rows.map((r: { provider_id: string; status: ProviderHealth['status']; message: string | null; checked_at: Date }) => [r.provider_id, { status: r.status, message: r.message, checked_at: r.checked_at.toISOString() }]));
+    const rows = await this.db.query(
+      `SELECT provider_id, status, message, checked_at FROM provider_health WHERE provider_id = ANY($1)`,
+      [providerIds],
+    );
+    return new Map(
+      rows.map(
+        (r: { provider_id: string; status: ProviderHealth['status']; message: string | null; checked_at: Date }) => [
+          r.provider_id,
+          { status: r.status, message: r.message, checked_at: r.checked_at.toISOString() },
+        ],
+      ),
+    );
   }
 
   async checkAll(): Promise<void> {
     for (const provider of await this.catalog.list('provider')) {
-      await this.check(provider.id).catch((err) => this.logger.warn(`health check of ${provider.id} failed: ${(err as Error).message}`));
+      await this.check(provider.id).catch((err) =>
+        this.logger.warn(`health check of ${provider.id} failed: ${(err as Error).message}`),
+      );
     }
   }
 }

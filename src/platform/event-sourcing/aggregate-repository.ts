@@ -30,8 +30,14 @@ export class AggregateRepository<S, E extends DomainEvent> {
 
   async load(id: string): Promise<Loaded<S>> {
     const cached = this.folded.get(id);
-    const recorded = await this.store.readStream(this.streamOf(id), cached ? { fromRevision: cached.revision + 1n } : {});
-    const state = this.fold(cached ? cached.state : null, recorded.map((r) => this.codec.decode<E>(r)));
+    const recorded = await this.store.readStream(
+      this.streamOf(id),
+      cached ? { fromRevision: cached.revision + 1n } : {},
+    );
+    const state = this.fold(
+      cached ? cached.state : null,
+      recorded.map((r) => this.codec.decode<E>(r)),
+    );
     const last = recorded.length ? recorded[recorded.length - 1].revision : cached?.revision;
     if (last === undefined) return { id, state: null, revision: 'no_stream' };
     this.remember(id, state, last);
@@ -64,11 +70,15 @@ export class AggregateRepository<S, E extends DomainEvent> {
         events.map((e, i) => this.codec.encode(e, context, ids?.[i])),
         current.revision,
       );
-      const state = this.fold(current.state, events.map((event) => ({ event, at: context.occurred_at })));
+      const state = this.fold(
+        current.state,
+        events.map((event) => ({ event, at: context.occurred_at })),
+      );
       this.remember(current.id, state, result.nextExpectedRevision);
       return { id: current.id, state, revision: result.nextExpectedRevision };
     } catch (err) {
-      if (err instanceof WrongExpectedRevisionError) throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
+      if (err instanceof WrongExpectedRevisionError)
+        throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
       throw err;
     }
   }
@@ -78,7 +88,12 @@ export class AggregateRepository<S, E extends DomainEvent> {
    * CONFLICT when the decision itself is refused or contention persists. A refusal of the decision
    * (thrown by `decide`) is never retried. Hot streams pass a jittered, growing pause between rounds.
    */
-  async update(id: string, decide: (state: S | null) => E[], context: EventContext, retry: RetryOptions = FEW_RETRIES): Promise<{ state: S | null; events: E[] }> {
+  async update(
+    id: string,
+    decide: (state: S | null) => E[],
+    context: EventContext,
+    retry: RetryOptions = FEW_RETRIES,
+  ): Promise<{ state: S | null; events: E[] }> {
     const [outcome] = await this.updateMany(id, [{ decide, context }], retry);
     if (!outcome.ok) throw outcome.error;
     return { state: outcome.state, events: outcome.events };
@@ -90,7 +105,11 @@ export class AggregateRepository<S, E extends DomainEvent> {
    * and a concurrent change makes the whole group load and decide again. One outcome per decision, in
    * order; a contention that persists past `retry.attempts` rejects them all with CONFLICT.
    */
-  async updateMany(id: string, decisions: ReadonlyArray<Decision<S, E>>, retry: RetryOptions = FEW_RETRIES): Promise<Array<DecisionOutcome<S, E>>> {
+  async updateMany(
+    id: string,
+    decisions: ReadonlyArray<Decision<S, E>>,
+    retry: RetryOptions = FEW_RETRIES,
+  ): Promise<Array<DecisionOutcome<S, E>>> {
     for (let attempt = 1; ; attempt++) {
       const current = await this.load(id);
       let state = current.state;
@@ -99,7 +118,10 @@ export class AggregateRepository<S, E extends DomainEvent> {
       for (const { decide, context } of decisions) {
         try {
           const events = decide(state);
-          state = this.fold(state, events.map((event) => ({ event, at: context.occurred_at })));
+          state = this.fold(
+            state,
+            events.map((event) => ({ event, at: context.occurred_at })),
+          );
           recorded.push(...events.map((e) => this.codec.encode(e, context)));
           outcomes.push({ ok: true, state, events });
         } catch (error) {
@@ -113,9 +135,11 @@ export class AggregateRepository<S, E extends DomainEvent> {
         return outcomes;
       } catch (err) {
         if (!(err instanceof WrongExpectedRevisionError)) throw err;
-        if (attempt >= retry.attempts) throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
+        if (attempt >= retry.attempts)
+          throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
       }
-      if (retry.maxJitterMs > 0) await pause(Math.random() * Math.min(retry.maxJitterMs, retry.baseJitterMs * 2 ** (attempt - 1)));
+      if (retry.maxJitterMs > 0)
+        await pause(Math.random() * Math.min(retry.maxJitterMs, retry.baseJitterMs * 2 ** (attempt - 1)));
     }
   }
 }

@@ -41,7 +41,9 @@ export class HealthController {
   private async schema(): Promise<Check> {
     try {
       const status = await schemaStatus(this.runtime.dataSource);
-      return status.ok ? { status: 'ok' } : { status: 'failing', reason: `${status.reason}: ${status.migrations.join(', ')}` };
+      return status.ok
+        ? { status: 'ok' }
+        : { status: 'failing', reason: `${status.reason}: ${status.migrations.join(', ')}` };
     } catch {
       return { status: 'failing', reason: 'schema version unknown (database unreachable)' };
     }
@@ -52,7 +54,10 @@ export class HealthController {
 async function probe(check: () => Promise<void>, reason: string, timeoutMs = 2000): Promise<Check> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([check(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)))]);
+    await Promise.race([
+      check(),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+    ]);
     return { status: 'ok' };
   } catch {
     return { status: 'failing', reason };

@@ -27,11 +27,26 @@ export class HcpMetrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
   });
 
-  readonly leaseExpiries = new Counter({ name: 'hcp_job_lease_expiries_total', help: 'Job attempts written off because their lease expired' });
-  readonly jobRetries = new Counter({ name: 'hcp_job_retries_total', help: 'Job attempts that failed and were scheduled again', labelNames: ['code'] as const });
+  readonly leaseExpiries = new Counter({
+    name: 'hcp_job_lease_expiries_total',
+    help: 'Job attempts written off because their lease expired',
+  });
+  readonly jobRetries = new Counter({
+    name: 'hcp_job_retries_total',
+    help: 'Job attempts that failed and were scheduled again',
+    labelNames: ['code'] as const,
+  });
 
-  readonly projectionPosition = new Gauge({ name: 'hcp_projection_position', help: 'Last event position applied, per projection', labelNames: ['projection'] as const });
-  readonly projectionLag = new Gauge({ name: 'hcp_projection_lag_events', help: 'Events in the store not yet applied, per projection', labelNames: ['projection'] as const });
+  readonly projectionPosition = new Gauge({
+    name: 'hcp_projection_position',
+    help: 'Last event position applied, per projection',
+    labelNames: ['projection'] as const,
+  });
+  readonly projectionLag = new Gauge({
+    name: 'hcp_projection_lag_events',
+    help: 'Events in the store not yet applied, per projection',
+    labelNames: ['projection'] as const,
+  });
 
   readonly consoleConnections = new Counter({
     name: 'hcp_console_connections_total',
@@ -40,6 +55,9 @@ export class HcpMetrics {
   });
   readonly consolesOpen = new Gauge({ name: 'hcp_consoles_open', help: 'Consoles this process is relaying now' });
 
-  readonly publishFailures = new Counter({ name: 'hcp_publish_failures_total', help: 'Failed publications of audit or metering records', labelNames: ['sink'] as const });
-
+  readonly publishFailures = new Counter({
+    name: 'hcp_publish_failures_total',
+    help: 'Failed publications of audit or metering records',
+    labelNames: ['sink'] as const,
+  });
 }

@@ -1,10 +1,19 @@
 import { DataSource } from 'typeorm';
-import { JobReadModelRow, OpsResourceRow, ProjectionCheckpoint, QuotaReadModelRow, VmReadModelRow } from '@hcp/projections';
+import {
+  JobReadModelRow,
+  OpsResourceRow,
+  ProjectionCheckpoint,
+  QuotaReadModelRow,
+  VmReadModelRow,
+} from '@hcp/projections';
 import { MIGRATIONS } from './migrations';
 
 export const ENTITIES = [VmReadModelRow, JobReadModelRow, ProjectionCheckpoint, OpsResourceRow, QuotaReadModelRow];
 
-export function createDataSource(url: string, options: { poolSize?: number; applicationName?: string } = {}): DataSource {
+export function createDataSource(
+  url: string,
+  options: { poolSize?: number; applicationName?: string } = {},
+): DataSource {
   return new DataSource({
     type: 'postgres',
     url,
@@ -18,13 +27,17 @@ export function createDataSource(url: string, options: { poolSize?: number; appl
   });
 }
 
-export type SchemaStatus = { ok: true } | { ok: false; reason: 'pending_migrations' | 'unknown_migrations'; migrations: string[] };
+export type SchemaStatus =
+  | { ok: true }
+  | { ok: false; reason: 'pending_migrations' | 'unknown_migrations'; migrations: string[] };
 
 /** Whether the database holds exactly the migrations this release expects (readiness uses it). */
 export async function schemaStatus(dataSource: DataSource): Promise<SchemaStatus> {
   const expected = MIGRATIONS.map((m) => m.name);
   const table = await dataSource.query(`SELECT to_regclass('schema_migrations') AS t`);
-  const applied: string[] = table[0].t ? (await dataSource.query(`SELECT name FROM schema_migrations`)).map((r: { name: string }) => r.name) : [];
+  const applied: string[] = table[0].t
+    ? (await dataSource.query(`SELECT name FROM schema_migrations`)).map((r: { name: string }) => r.name)
+    : [];
   const pending = expected.filter((n) => !applied.includes(n));
   if (pending.length) return { ok: false, reason: 'pending_migrations', migrations: pending };
   const unknown = applied.filter((n) => !expected.includes(n));

@@ -82,7 +82,8 @@ export async function keysetPageSql<R extends { id: string; created_at: Date }, 
   const last = items[items.length - 1];
   return {
     items: items.map(present),
-    next_cursor: rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
+    next_cursor:
+      rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
   };
 }
 
@@ -101,14 +102,21 @@ export async function keysetPage<R extends ObjectLiteral & { id: string; created
 ): Promise<Page<T>> {
   if (cursor) {
     const key = decodeCursor(cursor);
-    qb.andWhere(`(${alias}.created_at, ${alias}.id) < (:cursorAt, :cursorId)`, { cursorAt: key.created_at, cursorId: key.id });
+    qb.andWhere(`(${alias}.created_at, ${alias}.id) < (:cursorAt, :cursorId)`, {
+      cursorAt: key.created_at,
+      cursorId: key.id,
+    });
   }
-  const ordered = qb.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1);
+  const ordered = qb
+    .orderBy(`${alias}.created_at`, 'DESC')
+    .addOrderBy(`${alias}.id`, 'DESC')
+    .limit(limit + 1);
   const rows: R[] = raw ? await ordered.getRawMany() : await ordered.getMany();
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return {
     items: items.map(present),
-    next_cursor: rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
+    next_cursor:
+      rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
   };
 }

@@ -32,12 +32,17 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
   const logger = new Logger('runtime');
   const closers: Array<() => Promise<unknown>> = [];
   const close = async () => {
-    for (const closer of closers.reverse()) await closer().catch((err) => logger.warn(`while closing: ${(err as Error).message}`));
+    for (const closer of closers.reverse())
+      await closer().catch((err) => logger.warn(`while closing: ${(err as Error).message}`));
   };
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
-      const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort, logger });
+      const embedded = await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        port: config.embeddedPostgresPort,
+        logger,
+      });
       closers.push(() => embedded.stop());
       databaseUrl = embedded.connectionString;
       logger.log(`embedded PostgreSQL running in ${config.dataDir}`);
@@ -67,10 +72,22 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
 
     // A generated keyring is fine where one data folder serves everything (embedded or dev mode); a
     // deployment of several processes must configure shared KEKs, or they could not read each other's.
-    const secrets = loadSecretsFromEnv(process.env, config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir });
+    const secrets = loadSecretsFromEnv(
+      process.env,
+      config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir },
+    );
     logger.log(secrets.summary);
 
-    return { config, dataSource, pool, eventStore, codec: new DomainEventCodec(createHcpUpcasters()), tokenVerifier, secretBox: secrets.box, close };
+    return {
+      config,
+      dataSource,
+      pool,
+      eventStore,
+      codec: new DomainEventCodec(createHcpUpcasters()),
+      tokenVerifier,
+      secretBox: secrets.box,
+      close,
+    };
   } catch (err) {
     await close();
     throw err;
@@ -81,9 +98,16 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
 async function keySource(config: HcpConfig): Promise<KeySource> {
   const { auth } = config;
   if (auth.mode === 'jwks' && auth.jwksUrl) {
-    return { kind: 'jwks_url', url: auth.jwksUrl, refreshCooldownMs: auth.jwksRefreshCooldownMs, cacheMaxAgeMs: 10 * 60_000, timeoutMs: 5000 };
+    return {
+      kind: 'jwks_url',
+      url: auth.jwksUrl,
+      refreshCooldownMs: auth.jwksRefreshCooldownMs,
+      cacheMaxAgeMs: 10 * 60_000,
+      timeoutMs: 5000,
+    };
   }
-  if (auth.mode === 'jwks') return { kind: 'jwks_file', path: auth.jwksFile!, refreshCooldownMs: auth.jwksRefreshCooldownMs };
+  if (auth.mode === 'jwks')
+    return { kind: 'jwks_file', path: auth.jwksFile!, refreshCooldownMs: auth.jwksRefreshCooldownMs };
   const key = loadOrCreateDevSigningKey(config.dataDir);
   const jwk = await exportJWK(createPublicKey(key.publicKeyPem));
   return { kind: 'jwks', jwks: { keys: [{ ...jwk, kid: key.kid, alg: key.alg, use: 'sig' }] } };

@@ -42,7 +42,15 @@ describe('CreateVmHandler', () => {
     const accepted = await handler.execute(new CreateVmCommand('p1', WEB_1, ALICE));
 
     const { resource_id: vmId, job_id: jobId } = accepted;
-    const queued = { job_id: jobId, project_id: 'p1', type: 'vm.create', resource_id: vmId, trace_id: 'trace-create', actor: 'user:alice', params: {} };
+    const queued = {
+      job_id: jobId,
+      project_id: 'p1',
+      type: 'vm.create',
+      resource_id: vmId,
+      trace_id: 'trace-create',
+      actor: 'user:alice',
+      params: {},
+    };
     expect(await appendedSince(before)).toEqual([
       [quotaStreamId('p1'), 'QuotaReserved', { project_id: 'p1', vm_id: vmId, resources: SMALL }],
       [
@@ -68,7 +76,10 @@ describe('CreateVmHandler', () => {
     ]);
     expect(catalog.calls).toEqual([{ zone: 'zone-1', image_id: 'ubuntu-24.04', flavor_id: 'small' }]);
     expect(admission.admitted).toEqual([
-      { queued: { type: 'JobQueued', version: 1, data: queued }, context: expect.objectContaining({ actor: 'user:alice', trace_id: 'trace-create' }) },
+      {
+        queued: { type: 'JobQueued', version: 1, data: queued },
+        context: expect.objectContaining({ actor: 'user:alice', trace_id: 'trace-create' }),
+      },
     ]);
   });
 
@@ -95,7 +106,11 @@ describe('CreateVmHandler', () => {
       power_on: false,
     });
     expect(await vms.creationRequest(vmId)).toEqual(created[2]);
-    expect((await vms.load(vmId)).state).toMatchObject({ status: 'provisioning', desired_state: 'stopped', tags: { env: 'prod' } });
+    expect((await vms.load(vmId)).state).toMatchObject({
+      status: 'provisioning',
+      desired_state: 'stopped',
+      tags: { env: 'prod' },
+    });
   });
 
   it('derives its ids from the Idempotency-Key, per project', async () => {
@@ -128,7 +143,11 @@ describe('CreateVmHandler', () => {
 
   it('refuses what would go over the quota with QUOTA_EXCEEDED and leaves nothing behind', async () => {
     const { store, quotas, admission, handler, appendedSince } = setup();
-    await quotas.setLimits('p1', { instances: 1, vcpus: 4, ram_mb: 65_536, disk_gb: 500 }, eventContext('ops:bob', 'trace-limits'));
+    await quotas.setLimits(
+      'p1',
+      { instances: 1, vcpus: 4, ram_mb: 65_536, disk_gb: 500 },
+      eventContext('ops:bob', 'trace-limits'),
+    );
     const before = await store.headPosition();
 
     const tooBig = await refusal(handler.execute(new CreateVmCommand('p1', { ...WEB_1, flavor_id: 'large' }, ALICE)));
@@ -166,7 +185,9 @@ describe('CreateVmHandler', () => {
     store.failAppendsTo('vm-', storeDown);
     const before = await store.headPosition();
 
-    await expect(handler.execute(new CreateVmCommand('p1', WEB_1, { ...ALICE, idempotencyKey: 'k' }))).rejects.toBe(storeDown);
+    await expect(handler.execute(new CreateVmCommand('p1', WEB_1, { ...ALICE, idempotencyKey: 'k' }))).rejects.toBe(
+      storeDown,
+    );
 
     const vmId = idsFor({ ...ALICE, idempotencyKey: 'k' }, 'p1', 'vm');
     expect(await appendedSince(before)).toEqual([
@@ -183,7 +204,9 @@ describe('CreateVmHandler', () => {
 
     await expect(handler.execute(new CreateVmCommand('p1', WEB_1, ALICE))).rejects.toThrow('connection reset');
 
-    expect((await appendedSince(before)).map(([stream, type]) => [stream, type])).toEqual([[quotaStreamId('p1'), 'QuotaReserved']]);
+    expect((await appendedSince(before)).map(([stream, type]) => [stream, type])).toEqual([
+      [quotaStreamId('p1'), 'QuotaReserved'],
+    ]);
     expect(admission.admitted).toEqual([]);
   });
 
@@ -215,11 +238,13 @@ describe('CreateVmHandler', () => {
       [quotaStreamId('p1'), 'QuotaReserved'],
       [vmStreamId(retry.resource_id), 'VmCreateRequested'],
     ]);
-    expect((await appendedSince(before)).slice(recorded.length).map(([stream, type]) => [stream, type])).toEqual([[jobStreamId(retry.job_id), 'JobQueued']]);
+    expect((await appendedSince(before)).slice(recorded.length).map(([stream, type]) => [stream, type])).toEqual([
+      [jobStreamId(retry.job_id), 'JobQueued'],
+    ]);
     expect(admission.queued().map((q) => q.data.job_id)).toEqual([retry.job_id]);
   });
 
-  it('answers CONFLICT and keeps the VM\'s reservation when its id was recorded by another request', async () => {
+  it("answers CONFLICT and keeps the VM's reservation when its id was recorded by another request", async () => {
     const { store, vms, quotas, admission, handler, appendedSince } = setup();
     const key = { ...ALICE, idempotencyKey: 'taken' };
     const other = await givenVm(vms, 'running', { vm_id: idsFor(key, 'p1', 'vm'), resources: SMALL });

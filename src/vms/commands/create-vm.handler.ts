@@ -13,7 +13,11 @@ export type CreateVmInput = Pick<VmCreateRequestedData, 'name' | 'zone' | 'image
   Partial<Pick<VmCreateRequestedData, 'tags' | 'metadata' | 'ssh_keys' | 'user_data' | 'power_on'>>;
 
 export class CreateVmCommand {
-  constructor(readonly projectId: string, readonly input: CreateVmInput, readonly ctx: RequestContext) {}
+  constructor(
+    readonly projectId: string,
+    readonly input: CreateVmInput,
+    readonly ctx: RequestContext,
+  ) {}
 }
 
 /** Resolves the catalog references into resources and a placement (the zone's policy), then records the request. */

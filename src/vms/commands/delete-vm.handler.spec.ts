@@ -32,7 +32,15 @@ describe('DeleteVmHandler', () => {
 
     const jobId = accepted.job_id;
     expect(accepted).toEqual({ resource_id: vm.vm_id, job_id: jobId });
-    const queued = { job_id: jobId, project_id: 'p1', type: 'vm.delete', resource_id: vm.vm_id, trace_id: 'trace-delete', actor: 'user:alice', params: {} };
+    const queued = {
+      job_id: jobId,
+      project_id: 'p1',
+      type: 'vm.delete',
+      resource_id: vm.vm_id,
+      trace_id: 'trace-delete',
+      actor: 'user:alice',
+      params: {},
+    };
     const appended = await appendedSince(before);
     expect(appended.map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmDeleteRequested', { job_id: jobId, project_id: 'p1' }],
@@ -40,7 +48,11 @@ describe('DeleteVmHandler', () => {
     ]);
     expect(appended[0].context).toMatchObject({ actor: 'user:alice', trace_id: 'trace-delete' });
     expect(admission.queued().map((q) => q.data)).toEqual([queued]);
-    expect((await vms.load(vm.vm_id)).state).toMatchObject({ status: 'deleting', desired_state: 'deleted', pending_job_id: jobId });
+    expect((await vms.load(vm.vm_id)).state).toMatchObject({
+      status: 'deleting',
+      desired_state: 'deleted',
+      pending_job_id: jobId,
+    });
     // Deleting needs nothing special from the cluster, so it is not asked.
     expect(clusters.asked).toEqual([]);
   });
@@ -104,7 +116,11 @@ describe('DeleteVmHandler', () => {
     expect(await handler.execute(new DeleteVmCommand('p1', vm.vm_id, withKey))).toEqual(first);
     expect(await appendedSince(whileDeleting)).toEqual([]);
 
-    await vms.update(vm.vm_id, (s) => recordVmOutcome(s, { type: 'succeeded', job_id: first.job_id, operation: 'delete', addresses: [] }), eventContext('hcp-worker', 'trace-job'));
+    await vms.update(
+      vm.vm_id,
+      (s) => recordVmOutcome(s, { type: 'succeeded', job_id: first.job_id, operation: 'delete', addresses: [] }),
+      eventContext('hcp-worker', 'trace-job'),
+    );
     const onceDeleted = await store.headPosition();
 
     expect(await handler.execute(new DeleteVmCommand('p1', vm.vm_id, withKey))).toEqual(first);

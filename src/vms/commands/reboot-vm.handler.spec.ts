@@ -16,7 +16,9 @@ function setup() {
   const codec = new DomainEventCodec(createHcpUpcasters());
   const vms = new VmRepository(store, codec);
   const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, { reboot: true });
+  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, {
+    reboot: true,
+  });
   const handler = new RebootVmHandler(new VmOperationRequester(vms, admission, clusters));
   const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
   return { store, vms, admission, clusters, handler, appendedSince };
@@ -32,14 +34,26 @@ describe('RebootVmHandler', () => {
 
     const jobId = accepted.job_id;
     expect(accepted).toEqual({ resource_id: vm.vm_id, job_id: jobId });
-    const queued = { job_id: jobId, project_id: 'p1', type: 'vm.reboot', resource_id: vm.vm_id, trace_id: 'trace-reboot', actor: 'user:alice', params: { force: true } };
+    const queued = {
+      job_id: jobId,
+      project_id: 'p1',
+      type: 'vm.reboot',
+      resource_id: vm.vm_id,
+      trace_id: 'trace-reboot',
+      actor: 'user:alice',
+      params: { force: true },
+    };
     expect((await appendedSince(before)).map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmRebootRequested', { job_id: jobId, project_id: 'p1', force: true }],
       [jobStreamId(jobId), 'JobQueued', queued],
     ]);
     expect(admission.queued().map((q) => q.data)).toEqual([queued]);
     expect(clusters.asked).toEqual([THE_CLUSTER]);
-    expect((await vms.load(vm.vm_id)).state).toMatchObject({ status: 'rebooting', desired_state: 'running', pending_job_id: jobId });
+    expect((await vms.load(vm.vm_id)).state).toMatchObject({
+      status: 'rebooting',
+      desired_state: 'running',
+      pending_job_id: jobId,
+    });
   });
 
   it('refuses a reboot, forced or not, where the cluster cannot reboot: FEATURE_NOT_SUPPORTED with details.missing', async () => {
@@ -76,9 +90,16 @@ describe('RebootVmHandler', () => {
     const deleted = await givenVm(vms, 'deleted');
     const before = await store.headPosition();
 
-    expect((await refusal(handler.execute(new RebootVmCommand('p1', foreign.vm_id, false, ALICE)))).code).toBe('NOT_FOUND');
-    expect((await refusal(handler.execute(new RebootVmCommand('p1', deleted.vm_id, false, ALICE)))).code).toBe('NOT_FOUND');
-    expect((await refusal(handler.execute(new RebootVmCommand('p1', 'f5b3c1de-0000-4000-8000-000000000000', false, ALICE)))).code).toBe('NOT_FOUND');
+    expect((await refusal(handler.execute(new RebootVmCommand('p1', foreign.vm_id, false, ALICE)))).code).toBe(
+      'NOT_FOUND',
+    );
+    expect((await refusal(handler.execute(new RebootVmCommand('p1', deleted.vm_id, false, ALICE)))).code).toBe(
+      'NOT_FOUND',
+    );
+    expect(
+      (await refusal(handler.execute(new RebootVmCommand('p1', 'f5b3c1de-0000-4000-8000-000000000000', false, ALICE))))
+        .code,
+    ).toBe('NOT_FOUND');
 
     expect(clusters.asked).toEqual([]);
     expect(await appendedSince(before)).toEqual([]);

@@ -31,15 +31,32 @@ describe('StartVmHandler', () => {
 
     const jobId = accepted.job_id;
     expect(accepted).toEqual({ resource_id: vm.vm_id, job_id: jobId });
-    const queued = { job_id: jobId, project_id: 'p1', type: 'vm.start', resource_id: vm.vm_id, trace_id: 'trace-start', actor: 'user:alice', params: {} };
+    const queued = {
+      job_id: jobId,
+      project_id: 'p1',
+      type: 'vm.start',
+      resource_id: vm.vm_id,
+      trace_id: 'trace-start',
+      actor: 'user:alice',
+      params: {},
+    };
     const appended = await appendedSince(before);
     expect(appended.map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmStartRequested', { job_id: jobId, project_id: 'p1' }],
       [jobStreamId(jobId), 'JobQueued', queued],
     ]);
     expect(appended[0].context).toMatchObject({ actor: 'user:alice', trace_id: 'trace-start' });
-    expect(admission.admitted).toEqual([{ queued: { type: 'JobQueued', version: 1, data: queued }, context: expect.objectContaining({ actor: 'user:alice', trace_id: 'trace-start' }) }]);
-    expect((await vms.load(vm.vm_id)).state).toMatchObject({ status: 'starting', desired_state: 'running', pending_job_id: jobId });
+    expect(admission.admitted).toEqual([
+      {
+        queued: { type: 'JobQueued', version: 1, data: queued },
+        context: expect.objectContaining({ actor: 'user:alice', trace_id: 'trace-start' }),
+      },
+    ]);
+    expect((await vms.load(vm.vm_id)).state).toMatchObject({
+      status: 'starting',
+      desired_state: 'running',
+      pending_job_id: jobId,
+    });
     // Starting needs nothing special from the cluster, so it is not asked.
     expect(clusters.asked).toEqual([]);
   });
@@ -96,7 +113,9 @@ describe('StartVmHandler', () => {
     const before = await store.headPosition();
 
     expect((await refusal(handler.execute(new StartVmCommand('p1', deleted.vm_id, ALICE)))).code).toBe('NOT_FOUND');
-    expect((await refusal(handler.execute(new StartVmCommand('p1', 'f5b3c1de-0000-4000-8000-000000000000', ALICE)))).code).toBe('NOT_FOUND');
+    expect(
+      (await refusal(handler.execute(new StartVmCommand('p1', 'f5b3c1de-0000-4000-8000-000000000000', ALICE)))).code,
+    ).toBe('NOT_FOUND');
     expect(await appendedSince(before)).toEqual([]);
     expect(admission.admitted).toEqual([]);
   });

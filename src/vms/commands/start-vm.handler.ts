@@ -4,7 +4,11 @@ import { JobAccepted } from '../../jobs';
 import { VmOperationRequester } from './vm-operation-requester';
 
 export class StartVmCommand {
-  constructor(readonly projectId: string, readonly vmId: string, readonly ctx: RequestContext) {}
+  constructor(
+    readonly projectId: string,
+    readonly vmId: string,
+    readonly ctx: RequestContext,
+  ) {}
 }
 
 @CommandHandler(StartVmCommand)

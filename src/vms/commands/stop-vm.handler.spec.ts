@@ -18,7 +18,9 @@ function setup() {
   const codec = new DomainEventCodec(createHcpUpcasters());
   const vms = new VmRepository(store, codec);
   const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, { graceful_stop: true });
+  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, {
+    graceful_stop: true,
+  });
   const requester = new VmOperationRequester(vms, admission, clusters);
   const handler = new StopVmHandler(requester);
   const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
@@ -35,14 +37,26 @@ describe('StopVmHandler', () => {
 
     const jobId = accepted.job_id;
     expect(accepted).toEqual({ resource_id: vm.vm_id, job_id: jobId });
-    const queued = { job_id: jobId, project_id: 'p1', type: 'vm.stop', resource_id: vm.vm_id, trace_id: 'trace-stop', actor: 'user:alice', params: { force: false } };
+    const queued = {
+      job_id: jobId,
+      project_id: 'p1',
+      type: 'vm.stop',
+      resource_id: vm.vm_id,
+      trace_id: 'trace-stop',
+      actor: 'user:alice',
+      params: { force: false },
+    };
     expect((await appendedSince(before)).map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmStopRequested', { job_id: jobId, project_id: 'p1', force: false }],
       [jobStreamId(jobId), 'JobQueued', queued],
     ]);
     expect(admission.queued().map((q) => q.data)).toEqual([queued]);
     expect(clusters.asked).toEqual([THE_CLUSTER]);
-    expect((await vms.load(vm.vm_id)).state).toMatchObject({ status: 'stopping', desired_state: 'stopped', pending_job_id: jobId });
+    expect((await vms.load(vm.vm_id)).state).toMatchObject({
+      status: 'stopping',
+      desired_state: 'stopped',
+      pending_job_id: jobId,
+    });
   });
 
   it('refuses a graceful stop where the cluster cannot stop gracefully: FEATURE_NOT_SUPPORTED naming graceful_stop', async () => {
@@ -103,7 +117,9 @@ describe('StopVmHandler', () => {
 
   it("answers PROVIDER_UNAVAILABLE when the VM's provider is gone, and records nothing", async () => {
     const { store, vms, admission, clusters, handler, appendedSince } = setup();
-    clusters.failWith(new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false));
+    clusters.failWith(
+      new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false),
+    );
     const vm = await givenVm(vms, 'running');
     const before = await store.headPosition();
 
@@ -119,7 +135,11 @@ describe('StopVmHandler', () => {
     const vm = await givenVm(vms, 'running');
     const withKey = { ...ALICE, idempotencyKey: 'stop-once' };
     const first = await handler.execute(new StopVmCommand('p1', vm.vm_id, false, withKey));
-    await vms.update(vm.vm_id, (s) => recordVmOutcome(s, { type: 'succeeded', job_id: first.job_id, operation: 'stop', addresses: [] }), eventContext('hcp-worker', 'trace-job'));
+    await vms.update(
+      vm.vm_id,
+      (s) => recordVmOutcome(s, { type: 'succeeded', job_id: first.job_id, operation: 'stop', addresses: [] }),
+      eventContext('hcp-worker', 'trace-job'),
+    );
     const before = await store.headPosition();
 
     const retry = await handler.execute(new StopVmCommand('p1', vm.vm_id, false, withKey));
@@ -147,7 +167,10 @@ describe('StopVmHandler', () => {
     expect(refused[0]).toBeInstanceOf(HcpError);
     expect((refused[0] as HcpError).code).toBe('CONFLICT');
     const appended = await appendedSince(before);
-    expect(appended.map((e) => e.event.type)).toEqual([expect.stringMatching(/^Vm(Stop|Delete)Requested$/), 'JobQueued']);
+    expect(appended.map((e) => e.event.type)).toEqual([
+      expect.stringMatching(/^Vm(Stop|Delete)Requested$/),
+      'JobQueued',
+    ]);
     expect(admission.admitted).toHaveLength(1);
   });
 });

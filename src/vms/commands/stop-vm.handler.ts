@@ -4,7 +4,12 @@ import { JobAccepted } from '../../jobs';
 import { VmOperationRequester } from './vm-operation-requester';
 
 export class StopVmCommand {
-  constructor(readonly projectId: string, readonly vmId: string, readonly force: boolean, readonly ctx: RequestContext) {}
+  constructor(
+    readonly projectId: string,
+    readonly vmId: string,
+    readonly force: boolean,
+    readonly ctx: RequestContext,
+  ) {}
 }
 
 @CommandHandler(StopVmCommand)

@@ -28,7 +28,12 @@ describe('UpdateVmLabelsHandler', () => {
       [vmStreamId(vm.vm_id), 'VmLabelsUpdated', { tags: { env: 'prod' }, metadata: { owner: 'team-a' } }],
     ]);
     expect(appended[0].context).toMatchObject({ actor: 'user:alice', trace_id: 'trace-labels' });
-    expect(state).toMatchObject({ id: vm.vm_id, status: 'running', tags: { env: 'prod' }, metadata: { owner: 'team-a' } });
+    expect(state).toMatchObject({
+      id: vm.vm_id,
+      status: 'running',
+      tags: { env: 'prod' },
+      metadata: { owner: 'team-a' },
+    });
     expect((await vms.load(vm.vm_id)).state).toEqual(state);
   });
 
@@ -37,7 +42,9 @@ describe('UpdateVmLabelsHandler', () => {
     const vm = await givenVm(vms, 'stopped', { tags: { env: 'dev' }, metadata: { owner: 'team-a' } });
     const before = await store.headPosition();
 
-    await handler.execute(new UpdateVmLabelsCommand('p1', vm.vm_id, { metadata: { owner: 'team-b', cost: '42' } }, ALICE));
+    await handler.execute(
+      new UpdateVmLabelsCommand('p1', vm.vm_id, { metadata: { owner: 'team-b', cost: '42' } }, ALICE),
+    );
     const state = await handler.execute(new UpdateVmLabelsCommand('p1', vm.vm_id, { tags: {} }, ALICE));
 
     expect((await appendedSince(before)).map((e) => e.event.data)).toEqual([
@@ -61,7 +68,9 @@ describe('UpdateVmLabelsHandler', () => {
     const vm = await givenVm(vms, 'running');
     const before = await store.headPosition();
 
-    expect((await refusal(handler.execute(new UpdateVmLabelsCommand('p1', vm.vm_id, {}, ALICE)))).code).toBe('INVALID_REQUEST');
+    expect((await refusal(handler.execute(new UpdateVmLabelsCommand('p1', vm.vm_id, {}, ALICE)))).code).toBe(
+      'INVALID_REQUEST',
+    );
     expect(await appendedSince(before)).toEqual([]);
   });
 
@@ -70,7 +79,9 @@ describe('UpdateVmLabelsHandler', () => {
     const vm = await givenVm(vms, 'deleting');
     const before = await store.headPosition();
 
-    const error = await refusal(handler.execute(new UpdateVmLabelsCommand('p1', vm.vm_id, { tags: { env: 'prod' } }, ALICE)));
+    const error = await refusal(
+      handler.execute(new UpdateVmLabelsCommand('p1', vm.vm_id, { tags: { env: 'prod' } }, ALICE)),
+    );
 
     expect(error.code).toBe('CONFLICT');
     expect(error.details).toEqual({ status: 'deleting' });
@@ -84,7 +95,9 @@ describe('UpdateVmLabelsHandler', () => {
     const before = await store.headPosition();
 
     for (const vmId of [foreign.vm_id, deleted.vm_id, 'f5b3c1de-0000-4000-8000-000000000000']) {
-      expect((await refusal(handler.execute(new UpdateVmLabelsCommand('p1', vmId, { tags: { env: 'prod' } }, ALICE)))).code).toBe('NOT_FOUND');
+      expect(
+        (await refusal(handler.execute(new UpdateVmLabelsCommand('p1', vmId, { tags: { env: 'prod' } }, ALICE)))).code,
+      ).toBe('NOT_FOUND');
     }
     expect(await appendedSince(before)).toEqual([]);
   });

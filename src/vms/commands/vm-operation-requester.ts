@@ -1,5 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { capabilitiesForAction, decideVm, HcpError, jobQueuedFor, missingCapabilities, notFound, VmCommand, VmRequestEvent } from '@hcp/domain';
+import {
+  capabilitiesForAction,
+  decideVm,
+  HcpError,
+  jobQueuedFor,
+  missingCapabilities,
+  notFound,
+  VmCommand,
+  VmRequestEvent,
+} from '@hcp/domain';
 import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
@@ -20,7 +29,12 @@ export class VmOperationRequester {
     @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'clusterCapabilities'>,
   ) {}
 
-  async request(projectId: string, vmId: string, ctx: RequestContext, command: (jobId: string) => OperationCommand): Promise<JobAccepted> {
+  async request(
+    projectId: string,
+    vmId: string,
+    ctx: RequestContext,
+    command: (jobId: string) => OperationCommand,
+  ): Promise<JobAccepted> {
     const jobId = idsFor(ctx, projectId, 'job');
     await this.assertCapable(projectId, vmId, command(jobId));
     const context = eventContext(ctx.actor, ctx.traceId);
@@ -46,6 +60,7 @@ export class VmOperationRequester {
     if (!state || state.project_id !== projectId || state.status === 'deleted') throw notFound('VM');
     const offered = await this.drivers.clusterCapabilities(state.placement.provider_id, state.placement.cluster_id);
     const missing = missingCapabilities(offered, { flags: required });
-    if (missing.length) throw new HcpError('FEATURE_NOT_SUPPORTED', `the VM's zone does not support ${missing.join(', ')}`, { missing });
+    if (missing.length)
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `the VM's zone does not support ${missing.join(', ')}`, { missing });
   }
 }

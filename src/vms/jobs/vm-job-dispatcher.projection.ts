@@ -23,13 +23,23 @@ export class VmJobDispatcherProjection implements Projection {
     const requested = events.flatMap(({ event, streamId, context }) => {
       const vmEvent = event as VmEvent;
       if (!isVmRequestEvent(vmEvent)) return [];
-      const ctx = { actor: context.actor ?? 'unknown', trace_id: context.trace_id ?? 'unknown', occurred_at: context.occurred_at ?? new Date().toISOString() };
+      const ctx = {
+        actor: context.actor ?? 'unknown',
+        trace_id: context.trace_id ?? 'unknown',
+        occurred_at: context.occurred_at ?? new Date().toISOString(),
+      };
       return [{ queued: jobQueuedFor(vmEvent, streamId.slice(VM_STREAM_PREFIX.length), ctx), ctx }];
     });
     // Jobs the command handler admitted in full (event, then row) need nothing more from here.
-    const admitted = await this.queue.existing(tx, requested.map((r) => r.queued.data.job_id));
+    const admitted = await this.queue.existing(
+      tx,
+      requested.map((r) => r.queued.data.job_id),
+    );
     const missing = requested.filter((r) => !admitted.has(r.queued.data.job_id));
     for (const { queued, ctx } of missing) await this.jobs.ensureQueued(queued, ctx);
-    await this.queue.enqueue(tx, missing.map((r) => queuedJobOf(r.queued)));
+    await this.queue.enqueue(
+      tx,
+      missing.map((r) => queuedJobOf(r.queued)),
+    );
   }
 }

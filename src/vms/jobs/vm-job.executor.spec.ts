@@ -32,7 +32,11 @@ const VM = 'vm-1';
 const TRACE = 'trace-1';
 const ADDRESSES: VmAddress[] = [{ type: 'ipv4', address: '10.0.0.7', nic: 'net0' }];
 const PROVIDER_REF = { provider_id: 'prov-1', cluster_id: 'clu-1', vmid: 104 };
-const UNAVAILABLE: HcpErrorShape = { code: 'PROVIDER_UNAVAILABLE', message: 'the provider did not answer', retryable: true };
+const UNAVAILABLE: HcpErrorShape = {
+  code: 'PROVIDER_UNAVAILABLE',
+  message: 'the provider did not answer',
+  retryable: true,
+};
 
 // prom-client registers every metric in its global registry: one HcpMetrics per spec file, reset before each spec.
 const metrics = new HcpMetrics();
@@ -71,10 +75,18 @@ describe('VmJobExecutor', () => {
     store = new InMemoryEventStore();
     codec = new DomainEventCodec(createHcpUpcasters());
     vms = new VmRepository(store, codec);
-    driver = new RecordingProviderDriver({ type: 'simulator', description: { addresses: ADDRESSES, provider_ref: PROVIDER_REF } });
+    driver = new RecordingProviderDriver({
+      type: 'simulator',
+      description: { addresses: ADDRESSES, provider_ref: PROVIDER_REF },
+    });
     drivers = new RecordingDriverLookup(driver);
     executor = new VmJobExecutor(vms, drivers, metrics);
-    attempt = { worker: 'worker-a', deadline: new Date('2026-03-01T12:00:30.000Z'), signal: new AbortController().signal, trace_id: TRACE };
+    attempt = {
+      worker: 'worker-a',
+      deadline: new Date('2026-03-01T12:00:30.000Z'),
+      signal: new AbortController().signal,
+      trace_id: TRACE,
+    };
   });
 
   // GIVEN ---------------------------------------------------------------------------------------------
@@ -107,7 +119,13 @@ describe('VmJobExecutor', () => {
 
   async function givenVm(power: 'running' | 'stopped'): Promise<void> {
     await request({ type: 'create', data: creation({ power_on: power === 'running' }) });
-    await outcome({ type: 'succeeded', job_id: 'job-create', operation: 'create', power_state: power, addresses: power === 'running' ? ADDRESSES : [] });
+    await outcome({
+      type: 'succeeded',
+      job_id: 'job-create',
+      operation: 'create',
+      power_state: power,
+      addresses: power === 'running' ? ADDRESSES : [],
+    });
     await markGiven();
   }
 
@@ -191,29 +209,90 @@ describe('VmJobExecutor', () => {
       await work.record();
 
       expect(await vmEventsWritten()).toEqual([
-        vmEvent('VmProvisioned', { job_id: 'job-create', power_state: 'running', addresses: ADDRESSES, provider_ref: PROVIDER_REF }),
+        vmEvent('VmProvisioned', {
+          job_id: 'job-create',
+          power_state: 'running',
+          addresses: ADDRESSES,
+          provider_ref: PROVIDER_REF,
+        }),
       ]);
-      expect((await vms.load(VM)).state).toMatchObject({ status: 'running', pending_job_id: null, addresses: ADDRESSES });
+      expect((await vms.load(VM)).state).toMatchObject({
+        status: 'running',
+        pending_job_id: null,
+        addresses: ADDRESSES,
+      });
     });
 
     it('records a VM created powered off as stopped', async () => {
-      driver = new RecordingProviderDriver({ type: 'simulator', description: { power_state: 'stopped', addresses: [], provider_ref: PROVIDER_REF } });
+      driver = new RecordingProviderDriver({
+        type: 'simulator',
+        description: { power_state: 'stopped', addresses: [], provider_ref: PROVIDER_REF },
+      });
       executor = new VmJobExecutor(vms, new RecordingDriverLookup(driver), metrics);
       const job = await givenVmRequested({ power_on: false });
 
       await (await done(await executor.perform(job, attempt))).record();
 
-      expect(await vmEventsWritten()).toEqual([vmEvent('VmProvisioned', { job_id: 'job-create', power_state: 'stopped', addresses: [], provider_ref: PROVIDER_REF })]);
+      expect(await vmEventsWritten()).toEqual([
+        vmEvent('VmProvisioned', {
+          job_id: 'job-create',
+          power_state: 'stopped',
+          addresses: [],
+          provider_ref: PROVIDER_REF,
+        }),
+      ]);
     });
   });
 
-  describe.each<{ name: string; power: 'running' | 'stopped'; command: (jobId: string) => VmCommand; call: Pick<(typeof driver.calls)[number], 'method' | 'args'>; event: (jobId: string) => VmEvent }>([
-    { name: 'start', power: 'stopped', command: (job_id) => ({ type: 'start', job_id }), call: { method: 'startVm', args: [VM] }, event: (job_id) => vmEvent('VmStarted', { job_id, addresses: ADDRESSES }) },
-    { name: 'stop', power: 'running', command: (job_id) => ({ type: 'stop', job_id, force: false }), call: { method: 'stopVm', args: [VM, false] }, event: (job_id) => vmEvent('VmStopped', { job_id }) },
-    { name: 'stop with force', power: 'running', command: (job_id) => ({ type: 'stop', job_id, force: true }), call: { method: 'stopVm', args: [VM, true] }, event: (job_id) => vmEvent('VmStopped', { job_id }) },
-    { name: 'reboot', power: 'running', command: (job_id) => ({ type: 'reboot', job_id, force: false }), call: { method: 'rebootVm', args: [VM, false] }, event: (job_id) => vmEvent('VmRebooted', { job_id, addresses: ADDRESSES }) },
-    { name: 'reboot with force', power: 'running', command: (job_id) => ({ type: 'reboot', job_id, force: true }), call: { method: 'rebootVm', args: [VM, true] }, event: (job_id) => vmEvent('VmRebooted', { job_id, addresses: ADDRESSES }) },
-    { name: 'delete', power: 'running', command: (job_id) => ({ type: 'delete', job_id }), call: { method: 'deleteVm', args: [VM] }, event: (job_id) => vmEvent('VmDeleted', { job_id }) },
+  describe.each<{
+    name: string;
+    power: 'running' | 'stopped';
+    command: (jobId: string) => VmCommand;
+    call: Pick<(typeof driver.calls)[number], 'method' | 'args'>;
+    event: (jobId: string) => VmEvent;
+  }>([
+    {
+      name: 'start',
+      power: 'stopped',
+      command: (job_id) => ({ type: 'start', job_id }),
+      call: { method: 'startVm', args: [VM] },
+      event: (job_id) => vmEvent('VmStarted', { job_id, addresses: ADDRESSES }),
+    },
+    {
+      name: 'stop',
+      power: 'running',
+      command: (job_id) => ({ type: 'stop', job_id, force: false }),
+      call: { method: 'stopVm', args: [VM, false] },
+      event: (job_id) => vmEvent('VmStopped', { job_id }),
+    },
+    {
+      name: 'stop with force',
+      power: 'running',
+      command: (job_id) => ({ type: 'stop', job_id, force: true }),
+      call: { method: 'stopVm', args: [VM, true] },
+      event: (job_id) => vmEvent('VmStopped', { job_id }),
+    },
+    {
+      name: 'reboot',
+      power: 'running',
+      command: (job_id) => ({ type: 'reboot', job_id, force: false }),
+      call: { method: 'rebootVm', args: [VM, false] },
+      event: (job_id) => vmEvent('VmRebooted', { job_id, addresses: ADDRESSES }),
+    },
+    {
+      name: 'reboot with force',
+      power: 'running',
+      command: (job_id) => ({ type: 'reboot', job_id, force: true }),
+      call: { method: 'rebootVm', args: [VM, true] },
+      event: (job_id) => vmEvent('VmRebooted', { job_id, addresses: ADDRESSES }),
+    },
+    {
+      name: 'delete',
+      power: 'running',
+      command: (job_id) => ({ type: 'delete', job_id }),
+      call: { method: 'deleteVm', args: [VM] },
+      event: (job_id) => vmEvent('VmDeleted', { job_id }),
+    },
   ])('$name', ({ power, command, call, event }) => {
     it('calls the driver of the placement with the VM id, the options of the request and the attempt', async () => {
       const job = await givenRequestOn(power, command('job-2'));
@@ -222,8 +301,12 @@ describe('VmJobExecutor', () => {
 
       expect(work).toMatchObject({ kind: 'done', target: 'simulator' });
       expect(drivers.lookups).toEqual([{ provider_id: 'prov-1', cluster_id: 'clu-1' }]);
-      expect(driver.calls).toEqual([{ ...call, ctx: { deadline: attempt.deadline, signal: attempt.signal, trace_id: TRACE } }]);
-      expect(await providerCallsTimed()).toEqual([{ labels: { provider: 'simulator', operation: job.type.slice(3), outcome: 'ok' }, value: 1 }]);
+      expect(driver.calls).toEqual([
+        { ...call, ctx: { deadline: attempt.deadline, signal: attempt.signal, trace_id: TRACE } },
+      ]);
+      expect(await providerCallsTimed()).toEqual([
+        { labels: { provider: 'simulator', operation: job.type.slice(3), outcome: 'ok' }, value: 1 },
+      ]);
     });
 
     it('records its outcome on the VM, as the worker on the trace of the job, once however often it is recorded', async () => {
@@ -289,7 +372,9 @@ describe('VmJobExecutor', () => {
 
       expect(work).toEqual({ kind: 'failed', target: 'simulator', error });
       expect(driver.methods()).toEqual(['rebootVm']);
-      expect(await providerCallsTimed()).toEqual([{ labels: { provider: 'simulator', operation: 'reboot', outcome: 'PROVIDER_TIMEOUT' }, value: 1 }]);
+      expect(await providerCallsTimed()).toEqual([
+        { labels: { provider: 'simulator', operation: 'reboot', outcome: 'PROVIDER_TIMEOUT' }, value: 1 },
+      ]);
       expect(await vmEventsWritten()).toEqual([]);
     });
 
@@ -301,36 +386,68 @@ describe('VmJobExecutor', () => {
       const work = await executor.perform(job, attempt);
 
       expect(work).toEqual({ kind: 'failed', target: 'simulator', error });
-      expect(await providerCallsTimed()).toEqual([{ labels: { provider: 'simulator', operation: 'create', outcome: 'INTERNAL_ERROR' }, value: 1 }]);
+      expect(await providerCallsTimed()).toEqual([
+        { labels: { provider: 'simulator', operation: 'create', outcome: 'INTERNAL_ERROR' }, value: 1 },
+      ]);
     });
 
     it('is failed work for an unknown provider type when the VM has no driver any more', async () => {
       const job = await givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: true });
-      const error = new HcpError('PROVIDER_UNAVAILABLE', "the VM's provider is not registered any more", undefined, false);
+      const error = new HcpError(
+        'PROVIDER_UNAVAILABLE',
+        "the VM's provider is not registered any more",
+        undefined,
+        false,
+      );
       drivers.failWith(error);
 
       const work = await executor.perform(job, attempt);
 
       expect(work).toEqual({ kind: 'failed', target: 'unknown', error });
       expect(driver.calls).toEqual([]);
-      expect(await providerCallsTimed()).toEqual([{ labels: { provider: 'unknown', operation: 'stop', outcome: 'PROVIDER_UNAVAILABLE' }, value: 1 }]);
+      expect(await providerCallsTimed()).toEqual([
+        { labels: { provider: 'unknown', operation: 'stop', outcome: 'PROVIDER_UNAVAILABLE' }, value: 1 },
+      ]);
     });
   });
 
   describe('recordFailure', () => {
     it.each<{ operation: VmOperation; given: () => Promise<JobState>; statusAfter: 'running' | 'stopped' | 'error' }>([
       { operation: 'create', given: () => givenVmRequested(), statusAfter: 'error' },
-      { operation: 'start', given: () => givenRequestOn('stopped', { type: 'start', job_id: 'job-2' }), statusAfter: 'stopped' },
-      { operation: 'stop', given: () => givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: false }), statusAfter: 'running' },
-      { operation: 'reboot', given: () => givenRequestOn('running', { type: 'reboot', job_id: 'job-2', force: true }), statusAfter: 'running' },
-      { operation: 'delete', given: () => givenRequestOn('stopped', { type: 'delete', job_id: 'job-2' }), statusAfter: 'error' },
+      {
+        operation: 'start',
+        given: () => givenRequestOn('stopped', { type: 'start', job_id: 'job-2' }),
+        statusAfter: 'stopped',
+      },
+      {
+        operation: 'stop',
+        given: () => givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: false }),
+        statusAfter: 'running',
+      },
+      {
+        operation: 'reboot',
+        given: () => givenRequestOn('running', { type: 'reboot', job_id: 'job-2', force: true }),
+        statusAfter: 'running',
+      },
+      {
+        operation: 'delete',
+        given: () => givenRequestOn('stopped', { type: 'delete', job_id: 'job-2' }),
+        statusAfter: 'error',
+      },
     ])('leaves the VM of a failed $operation in $statusAfter', async ({ operation, given: givenJob, statusAfter }) => {
       const job = await givenJob();
 
       await executor.recordFailure(job, UNAVAILABLE);
 
-      expect(await vmEventsWritten()).toEqual([vmEvent('VmOperationFailed', { job_id: job.id, operation, error: UNAVAILABLE, status_after: statusAfter })]);
-      expect((await vms.load(VM)).state).toMatchObject({ status: statusAfter, pending_job_id: null, last_job_id: job.id, last_error: UNAVAILABLE });
+      expect(await vmEventsWritten()).toEqual([
+        vmEvent('VmOperationFailed', { job_id: job.id, operation, error: UNAVAILABLE, status_after: statusAfter }),
+      ]);
+      expect((await vms.load(VM)).state).toMatchObject({
+        status: statusAfter,
+        pending_job_id: null,
+        last_job_id: job.id,
+        last_error: UNAVAILABLE,
+      });
       expect(driver.calls).toEqual([]);
     });
 

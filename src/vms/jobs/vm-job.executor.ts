@@ -33,7 +33,12 @@ export class VmJobExecutor implements JobExecutor {
       const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
       providerType = driver.type;
       const call: CallContext = { deadline: attempt.deadline, signal: attempt.signal, trace_id: attempt.trace_id };
-      const outcome: VmOutcome = { type: 'succeeded', job_id: job.id, operation, ...(await this.callDriver(driver, operation, vm, job, call)) };
+      const outcome: VmOutcome = {
+        type: 'succeeded',
+        job_id: job.id,
+        operation,
+        ...(await this.callDriver(driver, operation, vm, job, call)),
+      };
       timer({ provider: providerType, operation, outcome: 'ok' });
       return { kind: 'done', target: providerType, record: () => this.record(job, outcome) };
     } catch (err) {
@@ -47,7 +52,11 @@ export class VmJobExecutor implements JobExecutor {
   }
 
   private async record(job: JobState, outcome: VmOutcome): Promise<void> {
-    await this.vms.update(job.resource_id, (state) => recordVmOutcome(state, outcome), eventContext(JOB_WORKER_ACTOR, job.trace_id));
+    await this.vms.update(
+      job.resource_id,
+      (state) => recordVmOutcome(state, outcome),
+      eventContext(JOB_WORKER_ACTOR, job.trace_id),
+    );
   }
 
   private async callDriver(

@@ -59,8 +59,10 @@ export class Collector {
   }
 
   async waitForCount(count: number, timeoutMs = 10_000): Promise<void> {
-    await waitFor(() => this.events.length >= count || this.errors.length > 0, timeoutMs, () =>
-      `expected ${count} events, got ${this.events.length}`,
+    await waitFor(
+      () => this.events.length >= count || this.errors.length > 0,
+      timeoutMs,
+      () => `expected ${count} events, got ${this.events.length}`,
     );
     if (this.errors.length > 0) throw this.errors[0];
   }
@@ -150,7 +152,9 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
 
       expect(read.map((e) => e.revision)).toEqual(Array.from({ length: 12 }, (_, i) => BigInt(i)));
       expect((await store.readStream(stream, { fromRevision: 9n })).map((e) => e.revision)).toEqual([9n, 10n, 11n]);
-      await expect(store.append(stream, newEvents(1), read[read.length - 1]!.revision)).resolves.toMatchObject({ nextExpectedRevision: 12n });
+      await expect(store.append(stream, newEvents(1), read[read.length - 1]!.revision)).resolves.toMatchObject({
+        nextExpectedRevision: 12n,
+      });
     });
 
     it('reads a stream from a given revision, at most maxCount events', async () => {
@@ -200,7 +204,9 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
       await store.append(stream, [newEvent()], 'no_stream');
       const created = `${uniquePrefix()}vm`;
 
-      const onRevision = await Promise.allSettled(Array.from({ length: 10 }, () => store.append(stream, newEvents(2), 0n)));
+      const onRevision = await Promise.allSettled(
+        Array.from({ length: 10 }, () => store.append(stream, newEvents(2), 0n)),
+      );
       const onCreation = await Promise.allSettled(
         Array.from({ length: 10 }, () => store.append(created, newEvents(2), 'no_stream')),
       );
@@ -290,7 +296,10 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
       async () => {
         const prefix = uniquePrefix();
         const head = await store.headPosition();
-        const collector = new Collector().start(store, { fromPosition: head, streamPrefixes: [`${prefix}vm-`, `${prefix}job-`] });
+        const collector = new Collector().start(store, {
+          fromPosition: head,
+          streamPrefixes: [`${prefix}vm-`, `${prefix}job-`],
+        });
         try {
           const wanted: NewEvent[] = [];
           for (let i = 0; i < 3; i++) {
@@ -356,7 +365,11 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
         );
         try {
           await store.append(`${prefix}vm`, newEvents(4), 'no_stream');
-          await waitFor(() => reported.length > 0, 10_000, () => 'onError was not called');
+          await waitFor(
+            () => reported.length > 0,
+            10_000,
+            () => 'onError was not called',
+          );
           await store.append(`${prefix}vm`, newEvents(2), 3n);
           await sleep(300);
 

@@ -8,7 +8,14 @@ import {
   type PostgresEventStoreOptions,
   type RecordedEvent,
 } from '@hcp/eventstore';
-import { Collector, describeEventStoreContract, expectStrictlyIncreasing, newEvent, newEvents, sleep, } from './event-store.contract';
+import {
+  Collector,
+  describeEventStoreContract,
+  expectStrictlyIncreasing,
+  newEvent,
+  newEvents,
+  sleep,
+} from './event-store.contract';
 
 const DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';
 
@@ -24,7 +31,9 @@ interface PostgresFixture {
 }
 
 /** Each suite gets its own schema so parallel jest workers never see each other's events. */
-async function createFixture(options: Omit<PostgresEventStoreOptions, 'pool' | 'schema'> = {}): Promise<PostgresFixture> {
+async function createFixture(
+  options: Omit<PostgresEventStoreOptions, 'pool' | 'schema'> = {},
+): Promise<PostgresFixture> {
   const pool = new Pool({ connectionString: DATABASE_URL, max: 30 });
   const schema = `es_test_${randomBytes(6).toString('hex')}`;
   await installPostgresEventStoreSchema(pool, schema);
@@ -36,10 +45,18 @@ async function createFixture(options: Omit<PostgresEventStoreOptions, 'pool' | '
     async allReadable() {
       // Readable means below the oldest transaction in flight on the server: wait for that horizon to pass
       // the transaction of the last append.
-      const { rows } = await pool.query<{ last: string | null }>(`SELECT max(tx_id)::text AS last FROM "${schema}".hcp_events`);
+      const { rows } = await pool.query<{ last: string | null }>(
+        `SELECT max(tx_id)::text AS last FROM "${schema}".hcp_events`,
+      );
       const last = rows[0]?.last;
       if (!last) return;
-      while (!(await pool.query<{ passed: boolean }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 AS passed`, [last])).rows[0]!.passed) {
+      while (
+        !(
+          await pool.query<{ passed: boolean }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 AS passed`, [
+            last,
+          ])
+        ).rows[0]!.passed
+      ) {
         await sleep(20);
       }
     },
@@ -87,65 +104,57 @@ describe('PostgresEventStore on PostgreSQL', () => {
     return BigInt(rows[0]!.position);
   }
 
-  it(
-    'never lets a subscription skip an event whose transaction commits after a later one',
-    async () => {
-      const prefix = uniquePrefix();
-      const head = await fixture.store.headPosition();
-      const collector = new Collector().start(fixture.store, { fromPosition: head, streamPrefixes: [prefix] });
-      const slow = await rawClient();
-      try {
-        await slow.query('BEGIN');
-        const early = newEvent();
-        const earlyPosition = await insertRaw(slow, `${prefix}slow`, early.id);
-        const late = newEvent();
-        const appended = await fixture.store.append(`${prefix}fast`, [late], 'no_stream');
-        expect(appended.position).toBeGreaterThan(earlyPosition);
+  it('never lets a subscription skip an event whose transaction commits after a later one', async () => {
+    const prefix = uniquePrefix();
+    const head = await fixture.store.headPosition();
+    const collector = new Collector().start(fixture.store, { fromPosition: head, streamPrefixes: [prefix] });
+    const slow = await rawClient();
+    try {
+      await slow.query('BEGIN');
+      const early = newEvent();
+      const earlyPosition = await insertRaw(slow, `${prefix}slow`, early.id);
+      const late = newEvent();
+      const appended = await fixture.store.append(`${prefix}fast`, [late], 'no_stream');
+      expect(appended.position).toBeGreaterThan(earlyPosition);
 
-        // The later event is committed and visible, yet must wait for the earlier, still open, one.
-        await sleep(600);
-        expect(collector.events).toEqual([]);
-        expect((await fixture.store.readAll(head, 100)).map((e) => e.id)).not.toContain(late.id);
+      // The later event is committed and visible, yet must wait for the earlier, still open, one.
+      await sleep(600);
+      expect(collector.events).toEqual([]);
+      expect((await fixture.store.readAll(head, 100)).map((e) => e.id)).not.toContain(late.id);
 
-        await slow.query('COMMIT');
-        await collector.waitForCount(2);
+      await slow.query('COMMIT');
+      await collector.waitForCount(2);
 
-        expect(collector.ids()).toEqual([early.id, late.id]);
-        expect(collector.events.map((e) => e.position)).toEqual([earlyPosition, appended.position]);
-      } finally {
-        await slow.end();
-        await collector.stop();
-      }
-    },
-    20_000,
-  );
+      expect(collector.ids()).toEqual([early.id, late.id]);
+      expect(collector.events.map((e) => e.position)).toEqual([earlyPosition, appended.position]);
+    } finally {
+      await slow.end();
+      await collector.stop();
+    }
+  }, 20_000);
 
-  it(
-    'moves past the gap a rolled-back transaction leaves',
-    async () => {
-      const prefix = uniquePrefix();
-      const head = await fixture.store.headPosition();
-      const collector = new Collector().start(fixture.store, { fromPosition: head, streamPrefixes: [prefix] });
-      const aborted = await rawClient();
-      try {
-        await aborted.query('BEGIN');
-        await insertRaw(aborted, `${prefix}aborted`, newEvent().id);
-        const late = newEvent();
-        await fixture.store.append(`${prefix}fast`, [late], 'no_stream');
-        await sleep(300);
-        expect(collector.events).toEqual([]);
+  it('moves past the gap a rolled-back transaction leaves', async () => {
+    const prefix = uniquePrefix();
+    const head = await fixture.store.headPosition();
+    const collector = new Collector().start(fixture.store, { fromPosition: head, streamPrefixes: [prefix] });
+    const aborted = await rawClient();
+    try {
+      await aborted.query('BEGIN');
+      await insertRaw(aborted, `${prefix}aborted`, newEvent().id);
+      const late = newEvent();
+      await fixture.store.append(`${prefix}fast`, [late], 'no_stream');
+      await sleep(300);
+      expect(collector.events).toEqual([]);
 
-        await aborted.query('ROLLBACK');
-        await collector.waitForCount(1);
+      await aborted.query('ROLLBACK');
+      await collector.waitForCount(1);
 
-        expect(collector.ids()).toEqual([late.id]);
-      } finally {
-        await aborted.end();
-        await collector.stop();
-      }
-    },
-    20_000,
-  );
+      expect(collector.ids()).toEqual([late.id]);
+    } finally {
+      await aborted.end();
+      await collector.stop();
+    }
+  }, 20_000);
 
   it('keeps transaction id order and position order the same under concurrent appends', async () => {
     const prefix = uniquePrefix();
@@ -166,35 +175,31 @@ describe('PostgresEventStore on PostgreSQL', () => {
     expect(rows[0]!.inversions).toBe('0');
   });
 
-  it(
-    'wakes subscribers through NOTIFY and recovers when the LISTEN connection drops',
-    async () => {
-      const prefix = uniquePrefix();
-      // With polling this slow, prompt delivery can only come from a notification.
-      const store = fixture.anotherStore({ pollIntervalMs: 60_000 });
-      const head = await store.headPosition();
-      const collector = new Collector().start(store, { fromPosition: head, streamPrefixes: [prefix] });
-      try {
-        await sleep(100);
-        await store.append(`${prefix}vm`, [newEvent()], 'no_stream');
-        await collector.waitForCount(1, 3_000);
+  it('wakes subscribers through NOTIFY and recovers when the LISTEN connection drops', async () => {
+    const prefix = uniquePrefix();
+    // With polling this slow, prompt delivery can only come from a notification.
+    const store = fixture.anotherStore({ pollIntervalMs: 60_000 });
+    const head = await store.headPosition();
+    const collector = new Collector().start(store, { fromPosition: head, streamPrefixes: [prefix] });
+    try {
+      await sleep(100);
+      await store.append(`${prefix}vm`, [newEvent()], 'no_stream');
+      await collector.waitForCount(1, 3_000);
 
-        const killed = await fixture.pool.query<{ terminated: boolean }>(
-          `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+      const killed = await fixture.pool.query<{ terminated: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
            WHERE query = $1 AND pid <> pg_backend_pid()`,
-          [`LISTEN "${fixture.schema}_hcp_events"`],
-        );
-        expect(killed.rows.length).toBeGreaterThan(0);
-        await sleep(500);
-        await store.append(`${prefix}vm`, [newEvent()], 0n);
-        await collector.waitForCount(2, 5_000);
-        expect(collector.errors).toEqual([]);
-      } finally {
-        await collector.stop();
-      }
-    },
-    20_000,
-  );
+        [`LISTEN "${fixture.schema}_hcp_events"`],
+      );
+      expect(killed.rows.length).toBeGreaterThan(0);
+      await sleep(500);
+      await store.append(`${prefix}vm`, [newEvent()], 0n);
+      await collector.waitForCount(2, 5_000);
+      expect(collector.errors).toEqual([]);
+    } finally {
+      await collector.stop();
+    }
+  }, 20_000);
 
   it('shares one LISTEN connection between subscriptions and gives it back when the last one stops', async () => {
     const listening = async (): Promise<number> => {

@@ -32,7 +32,11 @@ describe('idempotency store', () => {
     expect((await store.claim('p', 'k2', 'h')).kind).toBe('claimed');
     await store.complete('p', 'k2', { status: 202, body: { b: 1, a: 2 }, location: '/x' });
     const again = await store.claim('p', 'k2', 'other-hash');
-    expect(again).toEqual({ kind: 'completed', requestHash: 'h', answer: { status: 202, body: { b: 1, a: 2 }, location: '/x' } });
+    expect(again).toEqual({
+      kind: 'completed',
+      requestHash: 'h',
+      answer: { status: 202, body: { b: 1, a: 2 }, location: '/x' },
+    });
   });
 
   it('frees a key whose request failed', async () => {

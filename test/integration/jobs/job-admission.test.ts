@@ -44,22 +44,45 @@ describe('job admission and the job dispatcher', () => {
   function request(): { vmId: string; event: VmRequestEvent } {
     const vmId = randomUUID();
     const data: VmCreateRequestedData = {
-      vm_id: vmId, project_id: 'adm', job_id: randomUUID(), name: 'a', zone: 'local', image_id: 'i', flavor_id: 'f',
-      resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 }, placement: { provider_id: 'p', cluster_id: 'c', image_ref: 't' },
-      tags: {}, metadata: {}, ssh_keys: [], power_on: true,
+      vm_id: vmId,
+      project_id: 'adm',
+      job_id: randomUUID(),
+      name: 'a',
+      zone: 'local',
+      image_id: 'i',
+      flavor_id: 'f',
+      resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
+      placement: { provider_id: 'p', cluster_id: 'c', image_ref: 't' },
+      tags: {},
+      metadata: {},
+      ssh_keys: [],
+      power_on: true,
     };
     return { vmId, event: decideVm(null, { type: 'create', data })[0] as VmRequestEvent };
   }
   const decoded = (vmId: string, event: VmRequestEvent): DecodedEvent => ({
-    event, eventId: randomUUID(), streamId: `vm-${vmId}`, revision: 0n, position: ++position, at: new Date().toISOString(), context: { actor: 'alice', trace_id: 't-1' },
+    event,
+    eventId: randomUUID(),
+    streamId: `vm-${vmId}`,
+    revision: 0n,
+    position: ++position,
+    at: new Date().toISOString(),
+    context: { actor: 'alice', trace_id: 't-1' },
   });
   const row = async (jobId: string) => (await ds.query(`SELECT status FROM job_queue WHERE job_id = $1`, [jobId]))[0];
 
   it('admits a job at once: its JobQueued and a queue row a worker can lease', async () => {
     const { vmId, event } = request();
-    await new JobAdmission(jobs, queue, ds).admit(jobQueuedFor(event, vmId, eventContext('alice', 't-1')), eventContext('alice', 't-1'));
+    await new JobAdmission(jobs, queue, ds).admit(
+      jobQueuedFor(event, vmId, eventContext('alice', 't-1')),
+      eventContext('alice', 't-1'),
+    );
     expect(await row(event.data.job_id)).toEqual({ status: 'queued' });
-    expect((await jobs.load(event.data.job_id)).state).toMatchObject({ status: 'queued', resource_id: vmId, actor: 'alice' });
+    expect((await jobs.load(event.data.job_id)).state).toMatchObject({
+      status: 'queued',
+      resource_id: vmId,
+      actor: 'alice',
+    });
   });
 
   it('queues the job of a request whose handler died before admitting it', async () => {
@@ -71,7 +94,10 @@ describe('job admission and the job dispatcher', () => {
 
   it('leaves a job the handler admitted alone, even when it has run already', async () => {
     const { vmId, event } = request();
-    await new JobAdmission(jobs, queue, ds).admit(jobQueuedFor(event, vmId, eventContext('alice', 't-1')), eventContext('alice', 't-1'));
+    await new JobAdmission(jobs, queue, ds).admit(
+      jobQueuedFor(event, vmId, eventContext('alice', 't-1')),
+      eventContext('alice', 't-1'),
+    );
     await ds.query(`UPDATE job_queue SET status = 'done' WHERE job_id = $1`, [event.data.job_id]);
     await ds.transaction((tx) => dispatcher.apply([decoded(vmId, event)], tx));
     expect(await row(event.data.job_id)).toEqual({ status: 'done' });

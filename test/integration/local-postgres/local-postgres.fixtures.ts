@@ -63,7 +63,11 @@ export async function squat(port: number): Promise<{ close(): Promise<void> }> {
   return { close: () => new Promise<void>((resolve) => squatter.close(() => resolve())) };
 }
 
-export async function query<T extends object>(connectionString: string, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function query<T extends object>(
+  connectionString: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const client = new Client({ connectionString });
   await client.connect();
   try {
@@ -102,7 +106,10 @@ export async function serverProcesses(dataDir: string): Promise<number[]> {
  * Another Node process that starts the server the way HCP does (on `port`, or on the data folder's own
  * port when undefined), reports its connection string and then idles until it is killed.
  */
-export async function startInChild(dataDir: string, port: number | undefined): Promise<{ child: ChildProcess; connectionString: string }> {
+export async function startInChild(
+  dataDir: string,
+  port: number | undefined,
+): Promise<{ child: ChildProcess; connectionString: string }> {
   const script = `
     const { startEmbeddedPostgres } = require(${JSON.stringify(MODULE_PATH)});
     const port = process.env.EP_PORT ? Number(process.env.EP_PORT) : undefined;
@@ -118,7 +125,12 @@ export async function startInChild(dataDir: string, port: number | undefined): P
     );`;
   const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], {
     cwd: REPO_ROOT,
-    env: { ...process.env, EP_DATA_DIR: dataDir, EP_PORT: port === undefined ? '' : String(port), TS_NODE_PROJECT: path.join(REPO_ROOT, 'tsconfig.json') },
+    env: {
+      ...process.env,
+      EP_DATA_DIR: dataDir,
+      EP_PORT: port === undefined ? '' : String(port),
+      TS_NODE_PROJECT: path.join(REPO_ROOT, 'tsconfig.json'),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -85,7 +85,9 @@ describe('startEmbeddedPostgres on a given port', () => {
     while (newPort === oldPort) newPort = await freePort();
     const rec = recorder();
     const server = await start(dataDir, newPort, rec);
-    expect(rec.messages.join('\n')).toContain(`(pid ${leftover}, port ${oldPort}, ready) does not answer on port ${newPort}; shutting it down`);
+    expect(rec.messages.join('\n')).toContain(
+      `(pid ${leftover}, port ${oldPort}, ready) does not answer on port ${newPort}; shutting it down`,
+    );
     expect(await serverProcesses(dataDir)).not.toContain(leftover);
     expect(await postmasterPid(dataDir)).not.toBe(leftover);
     expect(await query(server.connectionString, 'SELECT id FROM jobs')).toEqual([{ id: 'job-2' }]);
@@ -103,10 +105,15 @@ describe('startEmbeddedPostgres on a given port', () => {
 
     // A pid reused by an unrelated process (this test runner itself): it must survive, the file must go.
     const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
-    await fs.writeFile(pidFile, `${process.pid}\n${path.join(dataDir, 'postgres')}\n0\n${port}\n\n127.0.0.1\n0 0\nready   \n`);
+    await fs.writeFile(
+      pidFile,
+      `${process.pid}\n${path.join(dataDir, 'postgres')}\n0\n${port}\n\n127.0.0.1\n0 0\nready   \n`,
+    );
     const rec = recorder();
     const second = await start(dataDir, port, rec);
-    expect(rec.messages.join('\n')).toContain(`removing the stale ${pidFile} (pid ${process.pid} is no server of this cluster)`);
+    expect(rec.messages.join('\n')).toContain(
+      `removing the stale ${pidFile} (pid ${process.pid} is no server of this cluster)`,
+    );
     expect(await query(second.connectionString, 'SELECT count(*)::int AS n FROM t')).toEqual([{ n: 0 }]);
     await second.stop();
 
@@ -114,7 +121,10 @@ describe('startEmbeddedPostgres on a given port', () => {
     const gone = spawn(process.execPath, ['-e', '']);
     const deadPid = gone.pid;
     await new Promise((resolve) => gone.once('exit', resolve));
-    await fs.writeFile(pidFile, `${deadPid}\n${path.join(dataDir, 'postgres')}\n0\n${port}\n\n127.0.0.1\n0 0\nready   \n`);
+    await fs.writeFile(
+      pidFile,
+      `${deadPid}\n${path.join(dataDir, 'postgres')}\n0\n${port}\n\n127.0.0.1\n0 0\nready   \n`,
+    );
     const third = await start(dataDir, port);
     expect(await query(third.connectionString, 'SELECT count(*)::int AS n FROM t')).toEqual([{ n: 0 }]);
     await third.stop();
@@ -125,7 +135,9 @@ describe('startEmbeddedPostgres on a given port', () => {
     const port = await freePort();
     const squatter = await squat(port);
     try {
-      await expect(start(dataDir, port)).rejects.toThrow(/did not start[\s\S]*could not bind IPv4 address "127\.0\.0\.1": Address already in use/);
+      await expect(start(dataDir, port)).rejects.toThrow(
+        /did not start[\s\S]*could not bind IPv4 address "127\.0\.0\.1": Address already in use/,
+      );
     } finally {
       await squatter.close();
     }

@@ -38,7 +38,10 @@ describe('startEmbeddedPostgres with no port given', () => {
     expect(await rememberedPort(dirA)).toBe(a.port);
     expect(await rememberedPort(dirB)).toBe(b.port);
     // Each answers for its own cluster, at the same time.
-    const [servedA, servedB] = await Promise.all([servedDataDirectory(a.connectionString), servedDataDirectory(b.connectionString)]);
+    const [servedA, servedB] = await Promise.all([
+      servedDataDirectory(a.connectionString),
+      servedDataDirectory(b.connectionString),
+    ]);
     expect(servedA).toBe(path.join(dirA, 'postgres'));
     expect(servedB).toBe(path.join(dirB, 'postgres'));
 
@@ -66,7 +69,7 @@ describe('startEmbeddedPostgres with no port given', () => {
     await second.stop();
   });
 
-  it('reuses the server a SIGKILLed process left running on the data folder\'s port', async () => {
+  it("reuses the server a SIGKILLed process left running on the data folder's port", async () => {
     const dataDir = await tempDataDir();
     const { child, connectionString } = await startInChild(dataDir, undefined);
     const port = await rememberedPort(dataDir);
@@ -97,7 +100,9 @@ describe('startEmbeddedPostgres with no port given', () => {
       const rec = recorder();
       const second = await start(dataDir, undefined, rec);
       expect(second.port).not.toBe(first.port);
-      expect(rec.messages.join('\n')).toContain(`WARN embedded PostgreSQL: port ${first.port}, remembered for ${dataDir}, is taken by another program; using port ${second.port}`);
+      expect(rec.messages.join('\n')).toContain(
+        `WARN embedded PostgreSQL: port ${first.port}, remembered for ${dataDir}, is taken by another program; using port ${second.port}`,
+      );
       expect(await rememberedPort(dataDir)).toBe(second.port);
       expect(await query(second.connectionString, 'SELECT count(*)::int AS n FROM t')).toEqual([{ n: 0 }]);
       await second.stop();

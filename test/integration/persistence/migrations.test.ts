@@ -3,7 +3,25 @@ import { MIGRATIONS } from '../../../src/platform/persistence/migrations';
 import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../../support/test-database';
 
-const TABLES = ['idempotency_keys', 'hcp_events', 'job_queue', 'projection_checkpoints', 'vm_read_model', 'job_read_model', 'ops_resources', 'provider_credentials', 'provider_health', 'cluster_allocations', 'cluster_usage', 'project_quotas', 'quota_vm_projects', 'audit_log', 'audit_jobs', 'metering_records', 'metering_vms'];
+const TABLES = [
+  'idempotency_keys',
+  'hcp_events',
+  'job_queue',
+  'projection_checkpoints',
+  'vm_read_model',
+  'job_read_model',
+  'ops_resources',
+  'provider_credentials',
+  'provider_health',
+  'cluster_allocations',
+  'cluster_usage',
+  'project_quotas',
+  'quota_vm_projects',
+  'audit_log',
+  'audit_jobs',
+  'metering_records',
+  'metering_vms',
+];
 
 async function tablesOf(url: string): Promise<string[]> {
   const rows = await queryDatabase<{ table_name: string }>(
@@ -28,7 +46,11 @@ describe('schema migrations', () => {
     const ds = createDataSource(db.url, { poolSize: 2 });
     await ds.initialize();
     try {
-      expect(await schemaStatus(ds)).toEqual({ ok: false, reason: 'pending_migrations', migrations: MIGRATIONS.map((m) => m.name) });
+      expect(await schemaStatus(ds)).toEqual({
+        ok: false,
+        reason: 'pending_migrations',
+        migrations: MIGRATIONS.map((m) => m.name),
+      });
       await migrate(ds);
       expect(await schemaStatus(ds)).toEqual({ ok: true });
       expect(await tablesOf(db.url)).toEqual(expect.arrayContaining([...TABLES, 'vms']));
@@ -50,8 +72,14 @@ describe('schema migrations', () => {
     await ds.initialize();
     try {
       await migrate(ds);
-      await ds.query(`INSERT INTO schema_migrations (timestamp, name) VALUES (9999999999999, 'FromTheFuture9999999999999')`);
-      expect(await schemaStatus(ds)).toEqual({ ok: false, reason: 'unknown_migrations', migrations: ['FromTheFuture9999999999999'] });
+      await ds.query(
+        `INSERT INTO schema_migrations (timestamp, name) VALUES (9999999999999, 'FromTheFuture9999999999999')`,
+      );
+      expect(await schemaStatus(ds)).toEqual({
+        ok: false,
+        reason: 'unknown_migrations',
+        migrations: ['FromTheFuture9999999999999'],
+      });
     } finally {
       await ds.query(`DELETE FROM schema_migrations WHERE name = 'FromTheFuture9999999999999'`);
       await ds.destroy();
@@ -60,7 +88,11 @@ describe('schema migrations', () => {
 
   it('lets concurrent starts migrate once', async () => {
     const fresh = await createTestDatabase('hcp_migrations');
-    const sources = [createDataSource(fresh.url, { poolSize: 2 }), createDataSource(fresh.url, { poolSize: 2 }), createDataSource(fresh.url, { poolSize: 2 })];
+    const sources = [
+      createDataSource(fresh.url, { poolSize: 2 }),
+      createDataSource(fresh.url, { poolSize: 2 }),
+      createDataSource(fresh.url, { poolSize: 2 }),
+    ];
     try {
       await Promise.all(sources.map((s) => s.initialize()));
       await Promise.all(sources.map((s) => migrate(s)));

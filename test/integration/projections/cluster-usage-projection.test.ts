@@ -31,11 +31,32 @@ describe('cluster usage projection', () => {
     context: {},
   });
   const created = (vmId: string, cluster: string, vcpus: number) =>
-    ev(vmId, { type: 'VmCreateRequested', data: { placement: { cluster_id: cluster, provider_id: 'p', image_ref: 't' }, resources: { vcpus, ram_mb: vcpus * 1024, disk_gb: 10 } } });
+    ev(vmId, {
+      type: 'VmCreateRequested',
+      data: {
+        placement: { cluster_id: cluster, provider_id: 'p', image_ref: 't' },
+        resources: { vcpus, ram_mb: vcpus * 1024, disk_gb: 10 },
+      },
+    });
   const deleted = (vmId: string) => ev(vmId, { type: 'VmDeleted', data: { job_id: randomUUID() } });
-  const createFailed = (vmId: string) => ev(vmId, { type: 'VmOperationFailed', data: { job_id: randomUUID(), operation: 'create', error: { code: 'PROVIDER_UNAVAILABLE', message: 'x', retryable: false }, status_after: 'error' } });
+  const createFailed = (vmId: string) =>
+    ev(vmId, {
+      type: 'VmOperationFailed',
+      data: {
+        job_id: randomUUID(),
+        operation: 'create',
+        error: { code: 'PROVIDER_UNAVAILABLE', message: 'x', retryable: false },
+        status_after: 'error',
+      },
+    });
   const apply = (events: DecodedEvent[]) => ds.transaction((tx) => projection.apply(events, tx));
-  const usage = async (cluster: string) => (await ds.query(`SELECT instances, vcpus, ram_mb::int AS ram_mb, disk_gb::int AS disk_gb FROM cluster_usage WHERE cluster_id = $1`, [cluster]))[0];
+  const usage = async (cluster: string) =>
+    (
+      await ds.query(
+        `SELECT instances, vcpus, ram_mb::int AS ram_mb, disk_gb::int AS disk_gb FROM cluster_usage WHERE cluster_id = $1`,
+        [cluster],
+      )
+    )[0];
 
   it('adds up a batch of allocations per cluster, and a VM created and deleted in one batch counts nothing', async () => {
     const [a, b, c, d] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];

@@ -56,10 +56,20 @@ describe('folded-state projection (VM read model)', () => {
   it('writes one row per VM with its queryable columns and the folded state', async () => {
     const a = randomUUID();
     const b = randomUUID();
-    const created = [decideVm(null, { type: 'create', data: createData(a) })[0], decideVm(null, { type: 'create', data: createData(b, { name: 'db-1', power_on: false }) })[0]];
+    const created = [
+      decideVm(null, { type: 'create', data: createData(a) })[0],
+      decideVm(null, { type: 'create', data: createData(b, { name: 'db-1', power_on: false }) })[0],
+    ];
     await apply([decoded(a, created[0], '2026-12-01T10:00:00.000Z'), decoded(b, created[1])]);
     const first = await row(a);
-    expect(first).toMatchObject({ project_id: 'fold', name: 'web-1', status: 'provisioning', desired_state: 'running', tags: { env: 'dev', 'quote"d': "it's" }, metadata: { note: 'unicode ✓ and "quotes"' } });
+    expect(first).toMatchObject({
+      project_id: 'fold',
+      name: 'web-1',
+      status: 'provisioning',
+      desired_state: 'running',
+      tags: { env: 'dev', 'quote"d': "it's" },
+      metadata: { note: 'unicode ✓ and "quotes"' },
+    });
     expect(first.created_at.toISOString()).toBe('2026-12-01T10:00:00.000Z');
     expect(first.state).toEqual(evolveVm(null, created[0], '2026-12-01T10:00:00.000Z'));
     expect((await row(b)).desired_state).toBe('stopped');
@@ -70,7 +80,16 @@ describe('folded-state projection (VM read model)', () => {
     const data = createData(id);
     const create = decideVm(null, { type: 'create', data })[0];
     await apply([decoded(id, create)]);
-    const provisioned: VmEvent = { type: 'VmProvisioned', version: 1, data: { job_id: data.job_id, power_state: 'running', addresses: [{ type: 'ipv4', address: '10.0.0.5', nic: 'eth0' }], provider_ref: {} } };
+    const provisioned: VmEvent = {
+      type: 'VmProvisioned',
+      version: 1,
+      data: {
+        job_id: data.job_id,
+        power_state: 'running',
+        addresses: [{ type: 'ipv4', address: '10.0.0.5', nic: 'eth0' }],
+        provider_ref: {},
+      },
+    };
     await apply([decoded(id, provisioned)]);
     const r = await row(id);
     expect(r).toMatchObject({ status: 'running', addresses: [{ type: 'ipv4', address: '10.0.0.5', nic: 'eth0' }] });
@@ -82,7 +101,11 @@ describe('folded-state projection (VM read model)', () => {
     const id = randomUUID();
     const data = createData(id);
     const create = decoded(id, decideVm(null, { type: 'create', data })[0]);
-    const provisioned = decoded(id, { type: 'VmProvisioned', version: 1, data: { job_id: data.job_id, power_state: 'running', addresses: [], provider_ref: {} } });
+    const provisioned = decoded(id, {
+      type: 'VmProvisioned',
+      version: 1,
+      data: { job_id: data.job_id, power_state: 'running', addresses: [], provider_ref: {} },
+    });
     const running = [create, provisioned].reduce<VmState | null>((s, e) => evolveVm(s, e.event as VmEvent, e.at), null);
     const stopRequested = decoded(id, decideVm(running, { type: 'stop', job_id: randomUUID(), force: true })[0]);
     await apply([create, provisioned, stopRequested]);

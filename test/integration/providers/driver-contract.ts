@@ -6,7 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import { HcpError } from '@hcp/domain';
 import type { Duplex } from 'node:stream';
-import { StreamByteReader, connectRfbServer, type CallContext, type CreateVmSpec, type ProviderConsole, type ProviderDriver } from '@hcp/providers';
+import {
+  StreamByteReader,
+  connectRfbServer,
+  type CallContext,
+  type CreateVmSpec,
+  type ProviderConsole,
+  type ProviderDriver,
+} from '@hcp/providers';
 
 export interface DriverContractHarness {
   /** The driver under test. Read it at each call: fault injection may swap it. */
@@ -40,7 +47,9 @@ export async function caught(promise: Promise<unknown>): Promise<HcpError> {
 }
 
 /** Completes the RFB handshake with the console's password, sends ClientInit and reads ServerInit. */
-export async function readServerInit(console: ProviderConsole): Promise<{ width: number; height: number; name: string }> {
+export async function readServerInit(
+  console: ProviderConsole,
+): Promise<{ width: number; height: number; name: string }> {
   await connectRfbServer(console.stream, { password: console.rfb_password, timeoutMs: 10_000 });
   const reader = new StreamByteReader(console.stream);
   console.stream.write(Buffer.from([1]));
@@ -82,7 +91,14 @@ export function describeDriverContract(name: string, setup: () => Promise<Driver
       const caps = h.driver.capabilities();
       expect(typeof h.driver.type).toBe('string');
       expect(Array.isArray(caps.console_types)).toBe(true);
-      for (const key of ['reboot', 'graceful_stop', 'snapshots', 'resize', 'guest_agent_addresses', 'provider_tags'] as const) {
+      for (const key of [
+        'reboot',
+        'graceful_stop',
+        'snapshots',
+        'resize',
+        'guest_agent_addresses',
+        'provider_tags',
+      ] as const) {
         expect(typeof caps[key]).toBe('boolean');
       }
       // A copy: callers may narrow it without changing the driver.
@@ -95,7 +111,9 @@ export function describeDriverContract(name: string, setup: () => Promise<Driver
       const created = await h.driver.createVm(spec, op());
       expect(created.hcp_id).toBe(spec.hcp_id);
       expect(created.power_state).toBe('running');
-      expect(created.provider_ref).toEqual(expect.objectContaining({ provider_id: expect.any(String), cluster_id: expect.any(String) }));
+      expect(created.provider_ref).toEqual(
+        expect.objectContaining({ provider_id: expect.any(String), cluster_id: expect.any(String) }),
+      );
 
       const described = await h.driver.describeVm(spec.hcp_id, op());
       expect(described).toMatchObject({ hcp_id: spec.hcp_id, power_state: 'running' });

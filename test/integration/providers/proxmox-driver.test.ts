@@ -8,7 +8,14 @@ import net from 'node:net';
 import { HcpError } from '@hcp/domain';
 import { ProxmoxDriver, type CreateVmSpec, type ProxmoxDriverOptions, type ProxmoxTiming } from '@hcp/providers';
 import { ProxmoxSimulator, type SimLatency } from '../../simulators/proxmox/proxmox-simulator';
-import { caught, closedStream, ctx, describeDriverContract, readServerInit, type DriverContractHarness } from './driver-contract';
+import {
+  caught,
+  closedStream,
+  ctx,
+  describeDriverContract,
+  readServerInit,
+  type DriverContractHarness,
+} from './driver-contract';
 
 const FAST: Partial<SimLatency> = { scale: 0.01 };
 const TIMING: Partial<ProxmoxTiming> = {
@@ -141,13 +148,32 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
 
   describe('the VM it creates', () => {
     it('is a full clone configured from the spec: name, tags, cores, memory, cloud-init, net0, description, disk size', async () => {
-      const d = f.driver({ settings: { storage: 'local-lvm', bridge: 'vmbr7', full_clone: true, ciuser: 'ops', ipconfig0: 'ip=dhcp,ip6=auto' } });
+      const d = f.driver({
+        settings: {
+          storage: 'local-lvm',
+          bridge: 'vmbr7',
+          full_clone: true,
+          ciuser: 'ops',
+          ipconfig0: 'ip=dhcp,ip6=auto',
+        },
+      });
       const mark = f.sim.requests.length;
-      const spec = specFor({ name: 'Web 1', vcpus: 4, ram_mb: 4096, disk_gb: 25, ssh_keys: [SSH_KEY, 'ssh-rsa AAAAB3Nza second@example.org'] });
+      const spec = specFor({
+        name: 'Web 1',
+        vcpus: 4,
+        ram_mb: 4096,
+        disk_gb: 25,
+        ssh_keys: [SSH_KEY, 'ssh-rsa AAAAB3Nza second@example.org'],
+      });
       const vm = await d.createVm(spec, op());
 
       const sim = onlyVm(spec.hcp_id);
-      expect(vm.provider_ref).toEqual({ provider_id: 'prv-proxmox', cluster_id: 'cls-proxmox', node: sim.node, vmid: sim.vmid });
+      expect(vm.provider_ref).toEqual({
+        provider_id: 'prv-proxmox',
+        cluster_id: 'cls-proxmox',
+        node: sim.node,
+        vmid: sim.vmid,
+      });
       expect(sim.status).toBe('running');
       expect(sim.lock).toBeUndefined();
       expect(sim.name).toBe('web-1');
@@ -168,7 +194,13 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       expect(sim.config.scsi0).toMatch(new RegExp(`^local-lvm:vm-${sim.vmid}-disk-0,`));
 
       const clone = requestsSince(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')!;
-      expect(clone.params).toMatchObject({ vmid: '9000', node: 'pve1', full: '1', storage: 'local-lvm', newid: String(sim.vmid) });
+      expect(clone.params).toMatchObject({
+        vmid: '9000',
+        node: 'pve1',
+        full: '1',
+        storage: 'local-lvm',
+        newid: String(sim.vmid),
+      });
       await d.deleteVm(spec.hcp_id, op());
     });
 
@@ -257,7 +289,12 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
 
   describe('idempotency and races', () => {
     it('clones again with a new VMID when the one from nextid is taken before the clone', async () => {
-      const fault = f.sim.addFault({ kind: 'steal-vmid', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/clone', times: 1 });
+      const fault = f.sim.addFault({
+        kind: 'steal-vmid',
+        method: 'POST',
+        path: '/nodes/{node}/qemu/{vmid}/clone',
+        times: 1,
+      });
       const spec = specFor({ power_on: false });
       const mark = f.sim.requests.length;
       await driver.createVm(spec, op());
@@ -271,7 +308,12 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('finds the clone it started when the answer to the clone call was lost', async () => {
-      const fault = f.sim.addFault({ kind: 'drop-after', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/clone', times: 1 });
+      const fault = f.sim.addFault({
+        kind: 'drop-after',
+        method: 'POST',
+        path: '/nodes/{node}/qemu/{vmid}/clone',
+        times: 1,
+      });
       const spec = specFor({ power_on: false });
       const vm = await driver.createVm(spec, op());
       expect(f.sim.faultHits(fault)).toBe(1);
@@ -282,7 +324,13 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('finishes on a retry a create that failed after the clone, without cloning again', async () => {
-      f.sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable', method: 'PUT', path: '/nodes/{node}/qemu/{vmid}/config' });
+      f.sim.addFault({
+        kind: 'error',
+        status: 503,
+        message: 'Service Unavailable',
+        method: 'PUT',
+        path: '/nodes/{node}/qemu/{vmid}/config',
+      });
       const spec = specFor();
       const err = await caught(driver.createVm(spec, op()));
       expect(err.code).toBe('PROVIDER_UNAVAILABLE');
@@ -320,7 +368,14 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('retries with backoff while the VM is locked, and succeeds when the lock goes', async () => {
-      const locked = f.sim.addFault({ kind: 'error', status: 500, message: 'VM is locked (backup)', method: 'PUT', path: '/nodes/{node}/qemu/{vmid}/config', times: 2 });
+      const locked = f.sim.addFault({
+        kind: 'error',
+        status: 500,
+        message: 'VM is locked (backup)',
+        method: 'PUT',
+        path: '/nodes/{node}/qemu/{vmid}/config',
+        times: 2,
+      });
       const flock = f.sim.addFault({
         kind: 'task-fail',
         message: "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout",
@@ -360,7 +415,9 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const vm = await d.stopVm(spec.hcp_id, false, op());
       expect(vm.power_state).toBe('stopped');
       expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-      const writes = requestsSince(mark).filter((r) => r.method === 'POST').map((r) => r.endpoint);
+      const writes = requestsSince(mark)
+        .filter((r) => r.method === 'POST')
+        .map((r) => r.endpoint);
       expect(writes).toEqual(['/nodes/{node}/qemu/{vmid}/status/shutdown', '/nodes/{node}/qemu/{vmid}/status/stop']);
       expect(requestsSince(mark).find((r) => r.endpoint?.endsWith('/shutdown'))!.params.timeout).toBe('1');
       await d.deleteVm(spec.hcp_id, op());
@@ -371,7 +428,11 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await driver.createVm(spec, op());
       const mark = f.sim.requests.length;
       await driver.stopVm(spec.hcp_id, true, op());
-      expect(requestsSince(mark).filter((r) => r.method === 'POST').map((r) => r.endpoint)).toEqual(['/nodes/{node}/qemu/{vmid}/status/stop']);
+      expect(
+        requestsSince(mark)
+          .filter((r) => r.method === 'POST')
+          .map((r) => r.endpoint),
+      ).toEqual(['/nodes/{node}/qemu/{vmid}/status/stop']);
       await driver.deleteVm(spec.hcp_id, op());
     });
 
@@ -381,10 +442,11 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const mark = f.sim.requests.length;
       await driver.rebootVm(spec.hcp_id, false, op());
       await driver.rebootVm(spec.hcp_id, true, op());
-      expect(requestsSince(mark).filter((r) => r.method === 'POST').map((r) => r.endpoint)).toEqual([
-        '/nodes/{node}/qemu/{vmid}/status/reboot',
-        '/nodes/{node}/qemu/{vmid}/status/reset',
-      ]);
+      expect(
+        requestsSince(mark)
+          .filter((r) => r.method === 'POST')
+          .map((r) => r.endpoint),
+      ).toEqual(['/nodes/{node}/qemu/{vmid}/status/reboot', '/nodes/{node}/qemu/{vmid}/status/reset']);
       await driver.deleteVm(spec.hcp_id, op());
     });
 
@@ -394,7 +456,10 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const mark = f.sim.requests.length;
       await driver.deleteVm(spec.hcp_id, op());
       const writes = requestsSince(mark).filter((r) => r.method !== 'GET');
-      expect(writes.map((r) => `${r.method} ${r.endpoint}`)).toEqual(['POST /nodes/{node}/qemu/{vmid}/status/stop', 'DELETE /nodes/{node}/qemu/{vmid}']);
+      expect(writes.map((r) => `${r.method} ${r.endpoint}`)).toEqual([
+        'POST /nodes/{node}/qemu/{vmid}/status/stop',
+        'DELETE /nodes/{node}/qemu/{vmid}',
+      ]);
       expect(writes[1].params).toMatchObject({ purge: '1', 'destroy-unreferenced-disks': '1' });
       expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
     });
@@ -402,13 +467,22 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
 
   describe('errors', () => {
     it('reports a failed task with its exit status and log for ops', async () => {
-      f.sim.addFault({ kind: 'task-fail', message: 'start failed: QEMU exited with code 1', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/status/start' });
+      f.sim.addFault({
+        kind: 'task-fail',
+        message: 'start failed: QEMU exited with code 1',
+        method: 'POST',
+        path: '/nodes/{node}/qemu/{vmid}/status/start',
+      });
       const spec = specFor();
       const err = await caught(driver.createVm(spec, op()));
       expect(err.code).toBe('PROVIDER_UNAVAILABLE');
       expect(err.message).toBe('the provider failed to start the VM');
       expect(err.details).toMatchObject({
-        provider: { task: 'qmstart', message: 'start failed: QEMU exited with code 1', log: ['TASK ERROR: start failed: QEMU exited with code 1'] },
+        provider: {
+          task: 'qmstart',
+          message: 'start failed: QEMU exited with code 1',
+          log: ['TASK ERROR: start failed: QEMU exited with code 1'],
+        },
       });
       // The tenant-facing message names no node or VMID.
       expect(err.message).not.toMatch(/pve\d|\b\d{3,}\b/);
@@ -417,11 +491,19 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('maps 5xx answers to a retryable PROVIDER_UNAVAILABLE after retrying reads', async () => {
-      const fault = f.sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable', method: 'GET', path: '/cluster/resources' });
+      const fault = f.sim.addFault({
+        kind: 'error',
+        status: 503,
+        message: 'Service Unavailable',
+        method: 'GET',
+        path: '/cluster/resources',
+      });
       const err = await caught(driver.describeVm(randomUUID(), op()));
       expect(err.code).toBe('PROVIDER_UNAVAILABLE');
       expect(err.retryable).toBe(true);
-      expect(err.details).toMatchObject({ provider: { status: 503, message: 'Service Unavailable', operation: 'GET /cluster/resources' } });
+      expect(err.details).toMatchObject({
+        provider: { status: 503, message: 'Service Unavailable', operation: 'GET /cluster/resources' },
+      });
       // Three tries of an idempotent read.
       expect(f.sim.faultHits(fault)).toBe(3);
     });
@@ -431,10 +513,22 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const { url, fingerprint256 } = await legacy.start();
       try {
         const token = legacy.createToken();
-        legacy.addFault({ kind: 'error', status: 500, message: "can't lock file '/var/lock/qemu-server/lock-203.conf' - got timeout", path: '/cluster/resources' });
-        const d = new ProxmoxDriver({ endpoint: url, credentials: { api_token: token.header }, tls: { fingerprint_sha256: fingerprint256 }, timing: TIMING });
+        legacy.addFault({
+          kind: 'error',
+          status: 500,
+          message: "can't lock file '/var/lock/qemu-server/lock-203.conf' - got timeout",
+          path: '/cluster/resources',
+        });
+        const d = new ProxmoxDriver({
+          endpoint: url,
+          credentials: { api_token: token.header },
+          tls: { fingerprint_sha256: fingerprint256 },
+          timing: TIMING,
+        });
         const err = await caught(d.describeVm(randomUUID(), op()));
-        expect(err.details).toMatchObject({ provider: { status: 500, message: "can't lock file '/var/lock/qemu-server/lock-203.conf' - got timeout" } });
+        expect(err.details).toMatchObject({
+          provider: { status: 500, message: "can't lock file '/var/lock/qemu-server/lock-203.conf' - got timeout" },
+        });
         await d.close();
       } finally {
         await legacy.stop();
@@ -493,7 +587,8 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('refuses bad provider configuration at construction with INVALID_REQUEST', () => {
-      const build = (o: Partial<ProxmoxDriverOptions>) => () => new ProxmoxDriver({ endpoint: f.url, credentials: { api_token: 'a@pve!tok=c' }, ...o });
+      const build = (o: Partial<ProxmoxDriverOptions>) => () =>
+        new ProxmoxDriver({ endpoint: f.url, credentials: { api_token: 'a@pve!tok=c' }, ...o });
       expect(build({ endpoint: 'http://127.0.0.1:8006' })).toThrow(/https/);
       expect(build({ credentials: { token_id: 'nobody', token_secret: 'x' } })).toThrow(HcpError);
       expect(build({ tls: { fingerprint_sha256: 'abc' } })).toThrow(/fingerprint/);
@@ -513,7 +608,10 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('logs in with a ticket, sends CSRFPreventionToken on writes, and renews the ticket before it expires', async () => {
-      const d = f.driver({ credentials: { username: 'root@pam', password: f.password }, client: { retryBaseMs: 10, ticketRenewAfterMs: 300 } });
+      const d = f.driver({
+        credentials: { username: 'root@pam', password: f.password },
+        client: { retryBaseMs: 10, ticketRenewAfterMs: 300 },
+      });
       const before = { ...f.sim.stats };
       const mark = f.sim.requests.length;
       const spec = specFor({ power_on: false });
@@ -559,13 +657,40 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const secrets = [f.token.secret, f.password];
       const errors: HcpError[] = [];
       // A server that echoes what it got: the secret must still not come out.
-      f.sim.addFault({ kind: 'error', status: 500, message: `bad header PVEAPIToken=${f.token.tokenId}=${f.token.secret}`, path: '/cluster/resources', times: 1 });
+      f.sim.addFault({
+        kind: 'error',
+        status: 500,
+        message: `bad header PVEAPIToken=${f.token.tokenId}=${f.token.secret}`,
+        path: '/cluster/resources',
+        times: 1,
+      });
       errors.push(await caught(driver.describeVm(randomUUID(), op())));
-      f.sim.addFault({ kind: 'error', status: 500, message: `password ${f.password} rejected`, path: '/cluster/resources', times: 1 });
+      f.sim.addFault({
+        kind: 'error',
+        status: 500,
+        message: `password ${f.password} rejected`,
+        path: '/cluster/resources',
+        times: 1,
+      });
       errors.push(await caught(ticketDriver.describeVm(randomUUID(), op())));
       f.sim.clearFaults();
-      errors.push(await caught(f.driver({ credentials: { token_id: f.token.tokenId, token_secret: f.token.secret }, tls: { fingerprint_sha256: '00'.repeat(32) } }).describeVm(randomUUID(), op())));
-      errors.push(await caught(f.driver({ credentials: { username: 'root@pam', password: `${f.password}x` } }).describeVm(randomUUID(), op())));
+      errors.push(
+        await caught(
+          f
+            .driver({
+              credentials: { token_id: f.token.tokenId, token_secret: f.token.secret },
+              tls: { fingerprint_sha256: '00'.repeat(32) },
+            })
+            .describeVm(randomUUID(), op()),
+        ),
+      );
+      errors.push(
+        await caught(
+          f
+            .driver({ credentials: { username: 'root@pam', password: `${f.password}x` } })
+            .describeVm(randomUUID(), op()),
+        ),
+      );
       const tickets = f.sim.requests.filter((r) => r.endpoint === '/access/ticket').length;
       expect(tickets).toBeGreaterThan(0);
       for (const err of errors) {
@@ -635,7 +760,10 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     });
 
     it('opens the websocket as the identity that asked for the ticket, with ticket login and CA trust too', async () => {
-      const byPassword = f.driver({ credentials: { username: 'root@pam', password: f.password }, tls: { ca_pem: f.caPem } });
+      const byPassword = f.driver({
+        credentials: { username: 'root@pam', password: f.password },
+        tls: { ca_pem: f.caPem },
+      });
       const spec = specFor();
       await byPassword.createVm(spec, op());
       const console = await byPassword.openConsole(spec.hcp_id, 'vnc', op());
@@ -689,7 +817,9 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const unknownNode = await caught(f.driver({ settings: { nodes: ['pve1', 'pve9'] } }).checkConnectivity(op()));
       expect(unknownNode.code).toBe('INVALID_REQUEST');
       expect(unknownNode.message).toContain('pve9');
-      const refused = await caught(f.driver({ credentials: { api_token: `${f.token.tokenId}=nope` } }).checkConnectivity(op()));
+      const refused = await caught(
+        f.driver({ credentials: { api_token: `${f.token.tokenId}=nope` } }).checkConnectivity(op()),
+      );
       expect(refused.code).toBe('PROVIDER_UNAVAILABLE');
     });
 

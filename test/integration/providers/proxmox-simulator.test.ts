@@ -28,7 +28,12 @@ const PASSWORD = 'sim-password-1';
 function call(
   method: string,
   apiPath: string,
-  options: { params?: Record<string, string>; json?: unknown; headers?: Record<string, string>; auth?: 'token' | 'none' } = {},
+  options: {
+    params?: Record<string, string>;
+    json?: unknown;
+    headers?: Record<string, string>;
+    auth?: 'token' | 'none';
+  } = {},
 ): Promise<Answer> {
   const form = options.params ? new URLSearchParams(options.params).toString() : '';
   const withBody = method === 'POST' || method === 'PUT';
@@ -36,14 +41,19 @@ function call(
   const url = new URL(`${base}/api2/json${apiPath}${!withBody && form ? `?${form}` : ''}`);
   const headers: Record<string, string> = { ...options.headers };
   if ((options.auth ?? 'token') === 'token') headers.Authorization = tokenHeader;
-  if (withBody) headers['Content-Type'] = options.json !== undefined ? 'application/json' : 'application/x-www-form-urlencoded';
+  if (withBody)
+    headers['Content-Type'] = options.json !== undefined ? 'application/json' : 'application/x-www-form-urlencoded';
   return new Promise((resolve, reject) => {
     const req = https.request(url, { method, headers, ca, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', body: text ? JSON.parse(text) : undefined });
+        resolve({
+          status: res.statusCode ?? 0,
+          reason: res.statusMessage ?? '',
+          body: text ? JSON.parse(text) : undefined,
+        });
       });
     });
     req.on('error', reject);
@@ -77,15 +87,23 @@ afterEach(() => sim.clearFaults());
 
 describe('schema', () => {
   it('is read from the simulator folder in the repository, and its absence fails loudly', () => {
-    expect(defaultSchemaFile()).toBe(path.resolve(__dirname, '..', '..', 'simulators', 'proxmox', 'pve-api-subset.json'));
+    expect(defaultSchemaFile()).toBe(
+      path.resolve(__dirname, '..', '..', 'simulators', 'proxmox', 'pve-api-subset.json'),
+    );
     expect(sim.schema.endpoints.length).toBeGreaterThanOrEqual(40);
     expect(() => PveSchema.load('/nonexistent/pve-api-subset.json')).toThrow(/not found.*validates every request/s);
-    expect(() => new ProxmoxSimulator({ schemaFile: '/nonexistent/pve-api-subset.json' })).toThrow(/Proxmox API schema not found/);
+    expect(() => new ProxmoxSimulator({ schemaFile: '/nonexistent/pve-api-subset.json' })).toThrow(
+      /Proxmox API schema not found/,
+    );
   });
 
   it('routes every endpoint of the subset to that endpoint', () => {
     for (const e of sim.schema.endpoints) {
-      const concrete = e.path.replace('{node}', 'pve1').replace('{vmid}', '100').replace('{upid}', 'UPID%3Apve1%3A1').replace('{storage}', 'local');
+      const concrete = e.path
+        .replace('{node}', 'pve1')
+        .replace('{vmid}', '100')
+        .replace('{upid}', 'UPID%3Apve1%3A1')
+        .replace('{storage}', 'local');
       expect(sim.schema.match(e.method, concrete)?.endpoint).toBe(e);
     }
     expect(sim.schema.match('PATCH', '/version')).toBeNull();
@@ -106,7 +124,9 @@ describe('request validation (Proxmox 400 answers)', () => {
 
   it('refuses an unknown parameter', async () => {
     const a = await call('GET', '/cluster/resources', { params: { type: 'vm', colour: 'blue' } });
-    expectVerificationFailure(a, { colour: 'property is not defined in schema and the schema does not allow additional properties' });
+    expectVerificationFailure(a, {
+      colour: 'property is not defined in schema and the schema does not allow additional properties',
+    });
   });
 
   it('refuses a missing required parameter', async () => {
@@ -116,11 +136,16 @@ describe('request validation (Proxmox 400 answers)', () => {
 
   it('refuses wrong types, including true for a boolean in form encoding', async () => {
     const a = await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { cores: 'two', onboot: 'true' } });
-    expectVerificationFailure(a, { cores: "type check ('integer') failed - got 'two'", onboot: "type check ('boolean') failed - got 'true'" });
+    expectVerificationFailure(a, {
+      cores: "type check ('integer') failed - got 'two'",
+      onboot: "type check ('boolean') failed - got 'true'",
+    });
   });
 
   it('accepts JSON bodies with real booleans', async () => {
-    const created = await call('POST', '/nodes/pve1/qemu', { params: { vmid: '990', name: 'json-test', memory: '512' } });
+    const created = await call('POST', '/nodes/pve1/qemu', {
+      params: { vmid: '990', name: 'json-test', memory: '512' },
+    });
     // The create task holds `lock: create` until it stops; a config write before that is refused like Proxmox does.
     expect((await waitTask('pve1', created.body!.data as string)).exitstatus).toBe('OK');
     const a = await call('PUT', '/nodes/pve1/qemu/990/config', { json: { onboot: true, cores: 2 } });
@@ -129,36 +154,74 @@ describe('request validation (Proxmox 400 answers)', () => {
   });
 
   it('checks minimum, maximum, enum, pattern and maxLength', async () => {
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { cores: '0' } }), { cores: 'value must have a minimum value of 1' });
-    expectVerificationFailure(await call('POST', '/nodes/pve1/qemu/9000/config', { params: { background_delay: '31' } }), { background_delay: 'value must have a maximum value of 30' });
+    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { cores: '0' } }), {
+      cores: 'value must have a minimum value of 1',
+    });
+    expectVerificationFailure(
+      await call('POST', '/nodes/pve1/qemu/9000/config', { params: { background_delay: '31' } }),
+      { background_delay: 'value must have a maximum value of 30' },
+    );
     expectVerificationFailure(await call('GET', '/cluster/resources', { params: { type: 'disk' } }), {
       type: "value 'disk' does not have a value in the enumeration 'vm, storage, node, sdn'",
     });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/resize', { params: { disk: 'scsi0', size: 'big' } }), { size: 'value does not match the regex pattern' });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { description: 'x'.repeat(8193) } }), {
-      description: 'value may only be 8192 characters long',
-    });
+    expectVerificationFailure(
+      await call('PUT', '/nodes/pve1/qemu/9000/resize', { params: { disk: 'scsi0', size: 'big' } }),
+      { size: 'value does not match the regex pattern' },
+    );
+    expectVerificationFailure(
+      await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { description: 'x'.repeat(8193) } }),
+      {
+        description: 'value may only be 8192 characters long',
+      },
+    );
   });
 
   it('checks named formats: VMIDs, node names, DNS names, url-encoded ssh keys, tags', async () => {
-    expectVerificationFailure(await call('GET', '/nodes/pve_1/qemu/9000/config'), { node: 'invalid format - value does not look like a valid node name\n' });
-    expectVerificationFailure(await call('GET', '/cluster/nextid', { params: { vmid: '0100' } }), { vmid: /value does not look like a valid VM ID/ });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { name: 'web_1' } }), { name: /valid DNS name/ });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { sshkeys: 'ssh-ed25519 AAAA' } }), { sshkeys: /invalid urlencoded string/ });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { tags: 'ok;not:ok' } }), { tags: /invalid characters in tag/ });
+    expectVerificationFailure(await call('GET', '/nodes/pve_1/qemu/9000/config'), {
+      node: 'invalid format - value does not look like a valid node name\n',
+    });
+    expectVerificationFailure(await call('GET', '/cluster/nextid', { params: { vmid: '0100' } }), {
+      vmid: /value does not look like a valid VM ID/,
+    });
+    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { name: 'web_1' } }), {
+      name: /valid DNS name/,
+    });
+    expectVerificationFailure(
+      await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { sshkeys: 'ssh-ed25519 AAAA' } }),
+      { sshkeys: /invalid urlencoded string/ },
+    );
+    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { tags: 'ok;not:ok' } }), {
+      tags: /invalid characters in tag/,
+    });
   });
 
   it('checks property strings: keys, default keys, aliases, nested formats', async () => {
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { net0: 'virtio,colour=blue' } }), {
-      net0: 'invalid format - invalid key in comma-separated list property: colour\n',
+    expectVerificationFailure(
+      await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { net0: 'virtio,colour=blue' } }),
+      {
+        net0: 'invalid format - invalid key in comma-separated list property: colour\n',
+      },
+    );
+    expectVerificationFailure(
+      await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { net0: 'virtio,bridge=vm br0' } }),
+      {
+        net0: /invalid format - format error\nnet0.bridge: invalid format - invalid bridge ID 'vm br0'/,
+      },
+    );
+    expectVerificationFailure(
+      await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { ipconfig0: 'ip=10.0.0.5' } }),
+      { ipconfig0: /ipv4 network configuration/ },
+    );
+    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { net9999: 'virtio' } }), {
+      net9999: /not defined in schema/,
     });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { net0: 'virtio,bridge=vm br0' } }), {
-      net0: /invalid format - format error\nnet0.bridge: invalid format - invalid bridge ID 'vm br0'/,
-    });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { ipconfig0: 'ip=10.0.0.5' } }), { ipconfig0: /ipv4 network configuration/ });
-    expectVerificationFailure(await call('PUT', '/nodes/pve1/qemu/9000/config', { params: { net9999: 'virtio' } }), { net9999: /not defined in schema/ });
     const ok = await call('PUT', '/nodes/pve1/qemu/990/config', {
-      params: { net0: 'virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1', ipconfig0: 'ip=10.0.0.5/24,gw=10.0.0.1', memory: 'current=1024', agent: 'enabled=1,fstrim_cloned_disks=1' },
+      params: {
+        net0: 'virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1',
+        ipconfig0: 'ip=10.0.0.5/24,gw=10.0.0.1',
+        memory: 'current=1024',
+        agent: 'enabled=1,fstrim_cloned_disks=1',
+      },
     });
     expect(ok.status).toBe(200);
   });
@@ -180,30 +243,50 @@ describe('auth', () => {
     const none = await call('GET', '/version', { auth: 'none' });
     expect(none.status).toBe(401);
     expect(none.reason).toBe('No ticket');
-    const wrong = await call('GET', '/version', { auth: 'none', headers: { Authorization: 'PVEAPIToken=test@pve!sim=nope' } });
+    const wrong = await call('GET', '/version', {
+      auth: 'none',
+      headers: { Authorization: 'PVEAPIToken=test@pve!sim=nope' },
+    });
     expect(wrong.status).toBe(401);
   });
 
   it('logs in with a password, needs CSRFPreventionToken on writes, and renews with the ticket', async () => {
-    const login = await call('POST', '/access/ticket', { auth: 'none', params: { username: 'root@pam', password: PASSWORD } });
+    const login = await call('POST', '/access/ticket', {
+      auth: 'none',
+      params: { username: 'root@pam', password: PASSWORD },
+    });
     expect(login.status).toBe(200);
     const { ticket, CSRFPreventionToken } = login.body!.data as { ticket: string; CSRFPreventionToken: string };
     expect(ticket).toMatch(/^PVE:root@pam:[0-9A-F]{8}::/);
     const cookie = { Cookie: `PVEAuthCookie=${encodeURIComponent(ticket)}` };
     expect((await call('GET', '/version', { auth: 'none', headers: cookie })).status).toBe(200);
 
-    const noCsrf = await call('PUT', '/pools', { auth: 'none', headers: cookie, params: { poolid: 'hcp', comment: 'x' } });
+    const noCsrf = await call('PUT', '/pools', {
+      auth: 'none',
+      headers: cookie,
+      params: { poolid: 'hcp', comment: 'x' },
+    });
     expect(noCsrf.status).toBe(401);
     expect(noCsrf.reason).toBe('Permission denied - invalid csrf token');
-    const withCsrf = await call('PUT', '/pools', { auth: 'none', headers: { ...cookie, CSRFPreventionToken }, params: { poolid: 'hcp', comment: 'x' } });
+    const withCsrf = await call('PUT', '/pools', {
+      auth: 'none',
+      headers: { ...cookie, CSRFPreventionToken },
+      params: { poolid: 'hcp', comment: 'x' },
+    });
     expect(withCsrf.status).toBe(200);
 
     const renewals = sim.stats.ticketRenewals;
-    const renewed = await call('POST', '/access/ticket', { auth: 'none', params: { username: 'root@pam', password: ticket } });
+    const renewed = await call('POST', '/access/ticket', {
+      auth: 'none',
+      params: { username: 'root@pam', password: ticket },
+    });
     expect(renewed.status).toBe(200);
     expect(sim.stats.ticketRenewals).toBe(renewals + 1);
 
-    const bad = await call('POST', '/access/ticket', { auth: 'none', params: { username: 'root@pam', password: 'wrong' } });
+    const bad = await call('POST', '/access/ticket', {
+      auth: 'none',
+      params: { username: 'root@pam', password: 'wrong' },
+    });
     expect(bad.status).toBe(401);
     expect(bad.reason).toBe('authentication failure');
   });
@@ -214,17 +297,30 @@ describe('auth', () => {
     try {
       const get = (headers: Record<string, string>) =>
         new Promise<number>((resolve, reject) => {
-          https.get(`${started.url}/api2/json/version`, { ca: started.caPem, headers, agent: false }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          }).on('error', reject);
+          https
+            .get(`${started.url}/api2/json/version`, { ca: started.caPem, headers, agent: false }, (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            })
+            .on('error', reject);
         });
       const login = await new Promise<string>((resolve, reject) => {
-        const req = https.request(`${started.url}/api2/json/access/ticket`, { method: 'POST', ca: started.caPem, agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve((JSON.parse(Buffer.concat(chunks).toString()) as { data: { ticket: string } }).data.ticket));
-        });
+        const req = https.request(
+          `${started.url}/api2/json/access/ticket`,
+          {
+            method: 'POST',
+            ca: started.caPem,
+            agent: false,
+            headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve((JSON.parse(Buffer.concat(chunks).toString()) as { data: { ticket: string } }).data.ticket),
+            );
+          },
+        );
         req.on('error', reject);
         req.end(`username=root%40pam&password=${PASSWORD}`);
       });
@@ -259,7 +355,9 @@ describe('cluster behaviour', () => {
     ca = started.caPem;
     tokenHeader = slow.createToken().header;
     try {
-      const clone = await call('POST', '/nodes/pve1/qemu/9000/clone', { params: { newid: '150', name: 'c150', full: '1', storage: 'local-lvm' } });
+      const clone = await call('POST', '/nodes/pve1/qemu/9000/clone', {
+        params: { newid: '150', name: 'c150', full: '1', storage: 'local-lvm' },
+      });
       expect(clone.status).toBe(200);
       const upid = clone.body!.data as string;
       // The task id of a clone is the source VMID; the user is the token's.
@@ -283,7 +381,9 @@ describe('cluster behaviour', () => {
   });
 
   it('answers Proxmox’s synchronous refusals: running VM destroy, start of a running VM, missing VM, shrinking', async () => {
-    const created = await call('POST', '/nodes/pve1/qemu', { params: { vmid: '991', name: 'sync-test', memory: '512', scsi0: 'local-lvm:4' } });
+    const created = await call('POST', '/nodes/pve1/qemu', {
+      params: { vmid: '991', name: 'sync-test', memory: '512', scsi0: 'local-lvm:4' },
+    });
     await waitTask('pve1', created.body!.data as string);
     const start = await call('POST', '/nodes/pve1/qemu/991/status/start');
     await waitTask('pve1', start.body!.data as string);
@@ -296,7 +396,10 @@ describe('cluster behaviour', () => {
     expect(wrongNode.body!.message).toBe("Configuration file 'nodes/pve2/qemu-server/991.conf' does not exist\n");
     const shrink = await call('PUT', '/nodes/pve1/qemu/991/resize', { params: { disk: 'scsi0', size: '1G' } });
     expect([shrink.status, shrink.reason]).toEqual([500, 'shrinking disks is not supported']);
-    const unknownTask = await call('GET', `/nodes/pve1/tasks/${encodeURIComponent('UPID:pve1:00000001:00000001:00000001:qmstart:1:x@pam:')}/status`);
+    const unknownTask = await call(
+      'GET',
+      `/nodes/pve1/tasks/${encodeURIComponent('UPID:pve1:00000001:00000001:00000001:qmstart:1:x@pam:')}/status`,
+    );
     expect(unknownTask.status).toBe(400);
     expect(unknownTask.body!.errors).toEqual({ upid: 'no such task' });
   });
@@ -313,9 +416,20 @@ describe('cluster behaviour', () => {
 
 describe('fault injection', () => {
   it('answers an injected error for a method and path, a given number of times', async () => {
-    const id = sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable', method: 'GET', path: '/version', times: 1 });
+    const id = sim.addFault({
+      kind: 'error',
+      status: 503,
+      message: 'Service Unavailable',
+      method: 'GET',
+      path: '/version',
+      times: 1,
+    });
     const first = await call('GET', '/version');
-    expect([first.status, first.reason, first.body!.message]).toEqual([503, 'Service Unavailable', 'Service Unavailable\n']);
+    expect([first.status, first.reason, first.body!.message]).toEqual([
+      503,
+      'Service Unavailable',
+      'Service Unavailable\n',
+    ]);
     expect((await call('GET', '/version')).status).toBe(200);
     expect(sim.faultHits(id)).toBe(1);
   });
@@ -330,10 +444,16 @@ describe('fault injection', () => {
   });
 
   it('fails a task with the given exit status and undoes a failed clone', async () => {
-    sim.addFault({ kind: 'task-fail', message: "can't lock file '/var/lock/pve-manager/pve-storage-local-lvm' - got timeout", path: '/nodes/{node}/qemu/{vmid}/clone' });
+    sim.addFault({
+      kind: 'task-fail',
+      message: "can't lock file '/var/lock/pve-manager/pve-storage-local-lvm' - got timeout",
+      path: '/nodes/{node}/qemu/{vmid}/clone',
+    });
     const clone = await call('POST', '/nodes/pve1/qemu/9000/clone', { params: { newid: '160', name: 'c160' } });
     const st = await waitTask('pve1', clone.body!.data as string);
-    expect(st.exitstatus).toBe("clone failed: can't lock file '/var/lock/pve-manager/pve-storage-local-lvm' - got timeout");
+    expect(st.exitstatus).toBe(
+      "clone failed: can't lock file '/var/lock/pve-manager/pve-storage-local-lvm' - got timeout",
+    );
     expect(sim.getVm(160)).toBeUndefined();
     const log = await call('GET', `/nodes/pve1/tasks/${encodeURIComponent(clone.body!.data as string)}/log`);
     expect(log.body!.data).toEqual([{ n: 1, t: `TASK ERROR: ${st.exitstatus}` }]);
@@ -360,15 +480,25 @@ describe('consoles', () => {
   }
 
   async function vncProxy(vmid: number, headers?: Record<string, string>): Promise<Grant> {
-    const answer = await call('POST', `/nodes/pve1/qemu/${vmid}/vncproxy`, { params: { websocket: '1' }, ...(headers ? { auth: 'none' as const, headers } : {}) });
+    const answer = await call('POST', `/nodes/pve1/qemu/${vmid}/vncproxy`, {
+      params: { websocket: '1' },
+      ...(headers ? { auth: 'none' as const, headers } : {}),
+    });
     expect(answer.status).toBe(200);
     return answer.body!.data as Grant;
   }
 
   /** The upgrade: an open websocket, or the HTTP status it was refused with. */
-  function upgrade(vmid: number, query: { port: number; vncticket: string }, headers: Record<string, string> = { Authorization: tokenHeader }): Promise<WebSocket | number> {
+  function upgrade(
+    vmid: number,
+    query: { port: number; vncticket: string },
+    headers: Record<string, string> = { Authorization: tokenHeader },
+  ): Promise<WebSocket | number> {
     const q = new URLSearchParams({ port: String(query.port), vncticket: query.vncticket });
-    const ws = new WebSocket(`${base.replace('https:', 'wss:')}/api2/json/nodes/pve1/qemu/${vmid}/vncwebsocket?${q}`, { ca, headers });
+    const ws = new WebSocket(`${base.replace('https:', 'wss:')}/api2/json/nodes/pve1/qemu/${vmid}/vncwebsocket?${q}`, {
+      ca,
+      headers,
+    });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
       ws.once('unexpected-response', (_req, res) => {
@@ -392,12 +522,21 @@ describe('consoles', () => {
     const vmid = await runningVm();
     const a = await vncProxy(vmid);
     const b = await vncProxy(vmid);
-    expect(a).toEqual({ user: 'test@pve!sim', ticket: expect.stringMatching(/^PVEVNC:[0-9A-F]{8}::/), port: expect.any(Number), upid: expect.stringMatching(/:vncproxy:/), cert: expect.stringContaining('BEGIN CERTIFICATE') });
+    expect(a).toEqual({
+      user: 'test@pve!sim',
+      ticket: expect.stringMatching(/^PVEVNC:[0-9A-F]{8}::/),
+      port: expect.any(Number),
+      upid: expect.stringMatching(/:vncproxy:/),
+      cert: expect.stringContaining('BEGIN CERTIFICATE'),
+    });
     expect(b.ticket).not.toBe(a.ticket);
     expect(b.port).not.toBe(a.port);
     expect(a.port).toBeGreaterThanOrEqual(5900);
     expect(a.port).toBeLessThanOrEqual(5999);
-    expect(((await call('GET', `/nodes/pve1/tasks/${encodeURIComponent(a.upid)}/status`)).body!.data as { status: string }).status).toBe('running');
+    expect(
+      ((await call('GET', `/nodes/pve1/tasks/${encodeURIComponent(a.upid)}/status`)).body!.data as { status: string })
+        .status,
+    ).toBe('running');
   });
 
   it('serves RFB over the websocket with the ticket as VNC password, and ends the task OK when it closes', async () => {
@@ -417,12 +556,17 @@ describe('consoles', () => {
     const grant = await vncProxy(vmid);
     const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
     if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
-    await expect(connectRfbServer(createWebSocketStream(ws), { password: 'PVEVNC:0', timeoutMs: 5000 })).rejects.toMatchObject({ reason: 'auth_failed' });
+    await expect(
+      connectRfbServer(createWebSocketStream(ws), { password: 'PVEVNC:0', timeoutMs: 5000 }),
+    ).rejects.toMatchObject({ reason: 'auth_failed' });
   });
 
   it('works with a ticket login too: the cookie identity is the one the VNC ticket is bound to', async () => {
     const vmid = await runningVm();
-    const login = await call('POST', '/access/ticket', { auth: 'none', params: { username: 'root@pam', password: PASSWORD } });
+    const login = await call('POST', '/access/ticket', {
+      auth: 'none',
+      params: { username: 'root@pam', password: PASSWORD },
+    });
     const { ticket, CSRFPreventionToken } = login.body!.data as { ticket: string; CSRFPreventionToken: string };
     const cookie = { Cookie: `PVEAuthCookie=${encodeURIComponent(ticket)}` };
     const grant = await vncProxy(vmid, { ...cookie, CSRFPreventionToken });
@@ -438,7 +582,9 @@ describe('consoles', () => {
     const vmid = await runningVm();
     const grant = await vncProxy(vmid);
     expect(await upgrade(vmid, { port: grant.port, vncticket: grant.ticket }, {})).toBe(401);
-    const plain = await call('GET', `/nodes/pve1/qemu/${vmid}/vncwebsocket`, { params: { port: String(grant.port), vncticket: grant.ticket } });
+    const plain = await call('GET', `/nodes/pve1/qemu/${vmid}/vncwebsocket`, {
+      params: { port: String(grant.port), vncticket: grant.ticket },
+    });
     expect(plain.status).toBe(400);
   });
 
@@ -447,7 +593,9 @@ describe('consoles', () => {
     const other = await runningVm();
     const grant = await vncProxy(vmid);
     expect(await upgrade(vmid, { port: grant.port, vncticket: `${grant.ticket.slice(0, -4)}AAAA` })).toBe(401);
-    expect(await upgrade(vmid, { port: grant.port === 5999 ? 5998 : grant.port + 1, vncticket: grant.ticket })).toBe(401);
+    expect(await upgrade(vmid, { port: grant.port === 5999 ? 5998 : grant.port + 1, vncticket: grant.ticket })).toBe(
+      401,
+    );
     expect(await upgrade(other, { port: grant.port, vncticket: grant.ticket })).toBe(401);
     const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
     expect(ws).toBeInstanceOf(WebSocket);

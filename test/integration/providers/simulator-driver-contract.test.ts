@@ -1,7 +1,13 @@
 /** The driver contract against the simulator driver (its "hypervisor" is a table in PostgreSQL). */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { SimulatorDriver, SimulatorFaults, SimulatorState, simulatorLatency, type ProviderDriver } from '@hcp/providers';
+import {
+  SimulatorDriver,
+  SimulatorFaults,
+  SimulatorState,
+  simulatorLatency,
+  type ProviderDriver,
+} from '@hcp/providers';
 import { describeDriverContract, type DriverContractHarness } from './driver-contract';
 
 const DATABASE_URL = process.env.HCP_TEST_DATABASE_URL ?? 'postgres://hcp:hcp@127.0.0.1:5432/hcp_test';

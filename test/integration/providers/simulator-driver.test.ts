@@ -128,10 +128,7 @@ describe('SimulatorDriver on PostgreSQL', () => {
     const s = spec();
     // Real latency so both calls are in flight at once, in two drivers as if in two processes.
     const latency = { cloneMs: 40, configureMs: 10, bootMs: 20 };
-    const [a, b] = await Promise.all([
-      driver({ latency }).createVm(s, ctx()),
-      driver({ latency }).createVm(s, ctx()),
-    ]);
+    const [a, b] = await Promise.all([driver({ latency }).createVm(s, ctx()), driver({ latency }).createVm(s, ctx())]);
 
     expect(a.provider_ref.sim_id).toBe(b.provider_ref.sim_id);
     expect(a.power_state).toBe('running');
@@ -376,7 +373,9 @@ describe('SimulatorDriver on PostgreSQL', () => {
       expect(await readServerInit(first)).toEqual({ width: 320, height: 200, name: 'desk-1' });
       expect(d.openConsoleCount(s.hcp_id)).toBe(2);
       // Another call's password does not open this one.
-      await expect(connectRfbServer(second.stream, { password: first.rfb_password, timeoutMs: 5000 })).rejects.toMatchObject({ reason: 'auth_failed' });
+      await expect(
+        connectRfbServer(second.stream, { password: first.rfb_password, timeoutMs: 5000 }),
+      ).rejects.toMatchObject({ reason: 'auth_failed' });
       first.stream.destroy();
       await closedStream(second.stream);
     });
@@ -425,7 +424,14 @@ describe('SimulatorDriver on PostgreSQL', () => {
     });
 
     it('closes the console when another process stops the VM', async () => {
-      const d = new SimulatorDriver({ state, latency: INSTANT, faults: SimulatorFaults.parse(''), clusterId: CLUSTER, providerId: PROVIDER, consoleWatchMs: 20 });
+      const d = new SimulatorDriver({
+        state,
+        latency: INSTANT,
+        faults: SimulatorFaults.parse(''),
+        clusterId: CLUSTER,
+        providerId: PROVIDER,
+        consoleWatchMs: 20,
+      });
       const s = spec();
       await d.createVm(s, ctx());
       const console = await d.openConsole(s.hcp_id, 'vnc', ctx());
@@ -445,7 +451,10 @@ describe('SimulatorDriver on PostgreSQL', () => {
   });
 
   it('turns an unreachable state store into a retryable PROVIDER_UNAVAILABLE', async () => {
-    const deadPool = new Pool({ connectionString: 'postgres://hcp:hcp@127.0.0.1:1/none', connectionTimeoutMillis: 1000 });
+    const deadPool = new Pool({
+      connectionString: 'postgres://hcp:hcp@127.0.0.1:1/none',
+      connectionTimeoutMillis: 1000,
+    });
     try {
       const err = await caught(driver({ on: new SimulatorState(deadPool, SCHEMA) }).describeVm('vm-x', ctx()));
       expect(err.code).toBe('PROVIDER_UNAVAILABLE');

@@ -17,7 +17,10 @@ import { QUOTA_EVENT_VERSIONS, QuotaEvent, QuotaResources, quotaStreamId } from 
 import { foldQuota, quotaUsageOf } from '@hcp/domain/quota/quota.state-machine';
 import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { QuotaReadModelRow } from '@hcp/projections/quota-read-model/quota-read-model.entity';
-import { QUOTA_READ_MODEL, quotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
+import {
+  QUOTA_READ_MODEL,
+  quotaReadModelProjection,
+} from '@hcp/projections/quota-read-model/quota-read-model.projection';
 import { Projection } from '@hcp/projections/runner/projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
 import { eventContext } from '../../../src/platform/event-sourcing/event-context';
@@ -82,7 +85,12 @@ describe('project quotas on PostgreSQL', () => {
     pool.on('error', () => undefined); // the database is dropped at the end with connections still closing
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
     codec = new DomainEventCodec(
-      new UpcasterRegistry({ ...VM_EVENT_VERSIONS, ...JOB_EVENT_VERSIONS, ...SECURITY_EVENT_VERSIONS, ...QUOTA_EVENT_VERSIONS }),
+      new UpcasterRegistry({
+        ...VM_EVENT_VERSIONS,
+        ...JOB_EVENT_VERSIONS,
+        ...SECURITY_EVENT_VERSIONS,
+        ...QUOTA_EVENT_VERSIONS,
+      }),
     );
     repo = new QuotaRepository(store, codec);
     quotas = new QuotaService(repo, ds);
@@ -120,10 +128,13 @@ describe('project quotas on PostgreSQL', () => {
    */
   const topologies: Array<[string, () => (i: number) => QuotaService]> = [
     ['in one process', () => () => quotas],
-    ['from 20 processes', () => {
-      const services = Array.from({ length: 20 }, () => new QuotaService(new QuotaRepository(store, codec), ds));
-      return (i) => services[i]!;
-    }],
+    [
+      'from 20 processes',
+      () => {
+        const services = Array.from({ length: 20 }, () => new QuotaService(new QuotaRepository(store, codec), ds));
+        return (i) => services[i]!;
+      },
+    ],
   ];
 
   for (const [where, servicesOf] of topologies) {
@@ -156,7 +167,9 @@ describe('project quotas on PostgreSQL', () => {
     it(`gets every one of 20 concurrent reservations decided without a limit (unlimited project), ${where}`, async () => {
       const serviceFor = servicesOf();
       const p = project();
-      const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => serviceFor(i).reserve(p, randomUUID(), SMALL, ctx())));
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) => serviceFor(i).reserve(p, randomUUID(), SMALL, ctx())),
+      );
       expect(results.map(codeOf)).toEqual(Array(20).fill('OK'));
       expect((await repo.load(p)).state!.usage).toEqual({ instances: 20, vcpus: 20, ram_mb: 10240, disk_gb: 200 });
     });
@@ -181,7 +194,9 @@ describe('project quotas on PostgreSQL', () => {
       expect(results.map(codeOf).filter((c) => c === 'QUOTA_EXCEEDED')).toHaveLength(30);
       expect(appends.reduce((a, b) => a + b, 0)).toBe(30);
       expect(appends.length).toBeLessThan(30);
-      const recorded = (await store.readStream(quotaStreamId(p))).map((r) => codec.decode<QuotaEvent>(r)).filter((e) => e.event.type === 'QuotaReserved');
+      const recorded = (await store.readStream(quotaStreamId(p)))
+        .map((r) => codec.decode<QuotaEvent>(r))
+        .filter((e) => e.event.type === 'QuotaReserved');
       const accepted = contexts.filter((_, i) => results[i].status === 'fulfilled').map((c) => c.trace_id);
       expect(recorded.map((e) => e.context.trace_id).sort()).toEqual(accepted.sort());
     } finally {
@@ -192,7 +207,10 @@ describe('project quotas on PostgreSQL', () => {
   it('keeps usage equal to the sum of what was accepted when sizes differ and vCPUs run out first', async () => {
     const p = project();
     await quotas.setLimits(p, { instances: 100, vcpus: 20, ram_mb: 1_000_000, disk_gb: 100_000 }, ctx());
-    const asks = Array.from({ length: 20 }, (_, i) => ({ vmId: randomUUID(), resources: { vcpus: 1 + (i % 4), ram_mb: 256 * (1 + (i % 3)), disk_gb: 5 + i } }));
+    const asks = Array.from({ length: 20 }, (_, i) => ({
+      vmId: randomUUID(),
+      resources: { vcpus: 1 + (i % 4), ram_mb: 256 * (1 + (i % 3)), disk_gb: 5 + i },
+    }));
     const results = await Promise.allSettled(asks.map((a) => quotas.reserve(p, a.vmId, a.resources, ctx())));
     expect(results.map(codeOf).every((c) => c === 'OK' || c === 'QUOTA_EXCEEDED')).toBe(true);
 
@@ -258,15 +276,24 @@ describe('project quotas on PostgreSQL', () => {
     await quotas.setLimits(p, { instances: 5, ...ROOMY }, ctx());
     for (let i = 0; i < 3; i++) await quotas.reserve(p, randomUUID(), SMALL, ctx());
     const view = await quotas.setLimits(p, { instances: 1, vcpus: 1, ram_mb: 512, disk_gb: 10 }, ctx());
-    expect(view).toEqual({ project_id: p, limits: { instances: 1, vcpus: 1, ram_mb: 512, disk_gb: 10 }, usage: { instances: 3, vcpus: 3, ram_mb: 1536, disk_gb: 30 } });
-    await expect(quotas.reserve(p, randomUUID(), SMALL, ctx())).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED', details: { resource: 'instances', limit: 1, used: 3, requested: 1 } });
+    expect(view).toEqual({
+      project_id: p,
+      limits: { instances: 1, vcpus: 1, ram_mb: 512, disk_gb: 10 },
+      usage: { instances: 3, vcpus: 3, ram_mb: 1536, disk_gb: 30 },
+    });
+    await expect(quotas.reserve(p, randomUUID(), SMALL, ctx())).rejects.toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      details: { resource: 'instances', limit: 1, used: 3, requested: 1 },
+    });
   });
 
   it('folds a stream read back from the store to the same usage, and the read model rebuilds to the same numbers', async () => {
     const p = project();
     await quotas.setLimits(p, { instances: 8, vcpus: 16, ram_mb: 8192, disk_gb: 400 }, ctx());
     const vmIds = Array.from({ length: 20 }, () => randomUUID());
-    await Promise.allSettled(vmIds.map((vmId, i) => quotas.reserve(p, vmId, { vcpus: 1 + (i % 2), ram_mb: 512, disk_gb: 20 }, ctx())));
+    await Promise.allSettled(
+      vmIds.map((vmId, i) => quotas.reserve(p, vmId, { vcpus: 1 + (i % 2), ram_mb: 512, disk_gb: 20 }, ctx())),
+    );
     const held = Object.keys((await repo.load(p)).state!.reservations);
     await Promise.all(held.slice(0, 3).map((vmId) => quotas.release(p, vmId, ctx())));
     const live = (await repo.load(p)).state!;
@@ -277,15 +304,24 @@ describe('project quotas on PostgreSQL', () => {
     expect(rebuilt!.usage).toEqual(quotaUsageOf(live.reservations));
 
     // The read model, built live from the stream...
-    const view = async () => (await quotas.view(p)).usage.instances === live.usage.instances ? quotas.view(p) : undefined;
+    const view = async () =>
+      (await quotas.view(p)).usage.instances === live.usage.instances ? quotas.view(p) : undefined;
     let runner = startProjection(quotaReadModelProjection());
     const projected = await waitFor(view, 'the quota read model');
-    expect(projected).toEqual({ project_id: p, limits: { instances: 8, vcpus: 16, ram_mb: 8192, disk_gb: 400 }, usage: live.usage });
+    expect(projected).toEqual({
+      project_id: p,
+      limits: { instances: 8, vcpus: 16, ram_mb: 8192, disk_gb: 400 },
+      usage: live.usage,
+    });
     // ...and rebuilt from position zero after its rows are gone.
     await stopProjection(runner);
     await ds.query(`DELETE FROM project_quotas`);
     await ds.query(`DELETE FROM projection_checkpoints WHERE name = $1`, [QUOTA_READ_MODEL]);
-    expect(await quotas.view(p)).toEqual({ project_id: p, limits: null, usage: { instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 } });
+    expect(await quotas.view(p)).toEqual({
+      project_id: p,
+      limits: null,
+      usage: { instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 },
+    });
     runner = startProjection(quotaReadModelProjection());
     expect(await waitFor(view, 'the rebuilt quota read model')).toEqual(projected);
     const [row] = await ds.query(`SELECT limits, usage, state FROM project_quotas WHERE project_id = $1`, [p]);
@@ -295,7 +331,11 @@ describe('project quotas on PostgreSQL', () => {
   });
 
   it('views a project that never had a quota as unlimited and unused', async () => {
-    expect(await quotas.view('never-seen')).toEqual({ project_id: 'never-seen', limits: null, usage: { instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 } });
+    expect(await quotas.view('never-seen')).toEqual({
+      project_id: 'never-seen',
+      limits: null,
+      usage: { instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 },
+    });
   });
 
   describe('quota-release process manager', () => {
@@ -318,7 +358,11 @@ describe('project quotas on PostgreSQL', () => {
     async function appendVm(vmId: string, events: VmEvent[]): Promise<void> {
       const current = await store.readStream(vmStreamId(vmId));
       const expected = current.length ? current[current.length - 1]!.revision : 'no_stream';
-      await store.append(vmStreamId(vmId), events.map((e) => codec.encode(e, ctx())), expected);
+      await store.append(
+        vmStreamId(vmId),
+        events.map((e) => codec.encode(e, ctx())),
+        expected,
+      );
     }
 
     /** What the create handler does: reserve, then record the VM's creation. */
@@ -331,7 +375,8 @@ describe('project quotas on PostgreSQL', () => {
     }
 
     const usageOf = async (projectId: string) => (await repo.load(projectId)).state!.usage.instances;
-    const instancesBecome = (projectId: string, n: number) => waitFor(async () => ((await usageOf(projectId)) === n ? n : undefined), `${n} instances in use`);
+    const instancesBecome = (projectId: string, n: number) =>
+      waitFor(async () => ((await usageOf(projectId)) === n ? n : undefined), `${n} instances in use`);
 
     it('releases a deleted VM and a VM whose creation failed, never a VM that lives on or failed otherwise', async () => {
       const p = project();
@@ -350,8 +395,12 @@ describe('project quotas on PostgreSQL', () => {
         vmEvent('VmDeleted', { job_id: 'del' }),
       ]);
       const error = { code: 'PROVIDER_UNAVAILABLE' as const, message: 'down', retryable: true };
-      await appendVm(failed.vmId, [vmEvent('VmOperationFailed', { job_id: failed.jobId, operation: 'create', error, status_after: 'error' })]);
-      await appendVm(running.vmId, [vmEvent('VmProvisioned', { job_id: running.jobId, power_state: 'running', addresses: [], provider_ref: {} })]);
+      await appendVm(failed.vmId, [
+        vmEvent('VmOperationFailed', { job_id: failed.jobId, operation: 'create', error, status_after: 'error' }),
+      ]);
+      await appendVm(running.vmId, [
+        vmEvent('VmProvisioned', { job_id: running.jobId, power_state: 'running', addresses: [], provider_ref: {} }),
+      ]);
       await appendVm(stopFailed.vmId, [
         vmEvent('VmProvisioned', { job_id: stopFailed.jobId, power_state: 'running', addresses: [], provider_ref: {} }),
         vmEvent('VmStopRequested', { job_id: 'stop', project_id: p, force: false }),
@@ -364,7 +413,9 @@ describe('project quotas on PostgreSQL', () => {
       // capacity is back for new VMs
       await quotas.reserve(p, randomUUID(), SMALL, ctx());
       const released = (await streamEvents(p)).filter((e) => e.event.type === 'QuotaReleased');
-      expect(released.map((e) => (e.event.data as { vm_id: string }).vm_id).sort()).toEqual([deleted.vmId, failed.vmId].sort());
+      expect(released.map((e) => (e.event.data as { vm_id: string }).vm_id).sort()).toEqual(
+        [deleted.vmId, failed.vmId].sort(),
+      );
       await stopProjection(runner);
     });
 
@@ -372,7 +423,14 @@ describe('project quotas on PostgreSQL', () => {
       const p = project();
       const runner = startProjection(new QuotaReleaseProjection(quotas));
       const vm = await createVm(p);
-      await appendVm(vm.vmId, [vmEvent('VmOperationFailed', { job_id: vm.jobId, operation: 'create', error: { code: 'PROVIDER_TIMEOUT', message: 't', retryable: true }, status_after: 'error' })]);
+      await appendVm(vm.vmId, [
+        vmEvent('VmOperationFailed', {
+          job_id: vm.jobId,
+          operation: 'create',
+          error: { code: 'PROVIDER_TIMEOUT', message: 't', retryable: true },
+          status_after: 'error',
+        }),
+      ]);
       await instancesBecome(p, 0);
       // the create request is retried with its Idempotency-Key: same VM id, reserved again
       await quotas.reserve(p, vm.vmId, SMALL, ctx());
@@ -387,7 +445,10 @@ describe('project quotas on PostgreSQL', () => {
       const vms = [];
       for (let i = 0; i < 6; i++) vms.push(await createVm(p));
       for (const vm of vms.slice(0, 2)) {
-        await appendVm(vm.vmId, [vmEvent('VmDeleteRequested', { job_id: `d-${vm.vmId}`, project_id: p }), vmEvent('VmDeleted', { job_id: `d-${vm.vmId}` })]);
+        await appendVm(vm.vmId, [
+          vmEvent('VmDeleteRequested', { job_id: `d-${vm.vmId}`, project_id: p }),
+          vmEvent('VmDeleted', { job_id: `d-${vm.vmId}` }),
+        ]);
       }
       await instancesBecome(p, 4);
       await stopProjection(runner);
@@ -397,7 +458,10 @@ describe('project quotas on PostgreSQL', () => {
       await ds.query(`DELETE FROM projection_checkpoints WHERE name = $1`, [QUOTA_RELEASE]);
       runner = startProjection(new QuotaReleaseProjection(quotas));
       const head = await store.headPosition();
-      await waitFor(async () => (runner.status().position >= head ? true : undefined), 'the rebuilt process manager to catch up');
+      await waitFor(
+        async () => (runner.status().position >= head ? true : undefined),
+        'the rebuilt process manager to catch up',
+      );
       await stopProjection(runner);
       const after = (await repo.load(p)).state!;
       expect(after.usage).toEqual(before.usage);
@@ -414,17 +478,25 @@ describe('ProjectQuotas1767398400000 migration', () => {
     await ds.initialize();
     const runner = ds.createQueryRunner();
     const tables = async () =>
-      ((await ds.query(`SELECT table_name FROM information_schema.tables WHERE table_name IN ('project_quotas', 'quota_vm_projects') ORDER BY 1`)) as Array<{ table_name: string }>).map((r) => r.table_name);
+      (
+        (await ds.query(
+          `SELECT table_name FROM information_schema.tables WHERE table_name IN ('project_quotas', 'quota_vm_projects') ORDER BY 1`,
+        )) as Array<{ table_name: string }>
+      ).map((r) => r.table_name);
     try {
       await migrate(ds);
       const migration = new ProjectQuotas1767398400000();
       if ((await tables()).length === 0) await migration.up(runner);
       expect(await tables()).toEqual(['project_quotas', 'quota_vm_projects']);
-      await ds.query(`INSERT INTO projection_checkpoints (name, position) VALUES ('quota-read-model', 7), ('vm-read-model', 7)`);
+      await ds.query(
+        `INSERT INTO projection_checkpoints (name, position) VALUES ('quota-read-model', 7), ('vm-read-model', 7)`,
+      );
       await migration.down(runner);
       expect(await tables()).toEqual([]);
       // the quota projections start over with their rows; the others keep their positions
-      expect(await ds.query(`SELECT name FROM projection_checkpoints ORDER BY name`)).toEqual([{ name: 'vm-read-model' }]);
+      expect(await ds.query(`SELECT name FROM projection_checkpoints ORDER BY name`)).toEqual([
+        { name: 'vm-read-model' },
+      ]);
       await migration.up(runner);
       expect(await tables()).toEqual(['project_quotas', 'quota_vm_projects']);
     } finally {

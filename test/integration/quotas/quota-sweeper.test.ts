@@ -50,14 +50,26 @@ describe('quota sweeper', () => {
     await quotas.reserve('sw', ghost, resources, ctx);
     await quotas.reserve('sw', real, resources, ctx);
     const data: VmCreateRequestedData = {
-      vm_id: real, project_id: 'sw', job_id: randomUUID(), name: 'real', zone: 'z', image_id: 'i', flavor_id: 'f', resources,
-      placement: { provider_id: 'p', cluster_id: 'c', image_ref: 'r' }, tags: {}, metadata: {}, ssh_keys: [], power_on: true,
+      vm_id: real,
+      project_id: 'sw',
+      job_id: randomUUID(),
+      name: 'real',
+      zone: 'z',
+      image_id: 'i',
+      flavor_id: 'f',
+      resources,
+      placement: { provider_id: 'p', cluster_id: 'c', image_ref: 'r' },
+      tags: {},
+      metadata: {},
+      ssh_keys: [],
+      power_on: true,
     };
     await vms.append({ id: real, state: null, revision: 'no_stream' }, decideVm(null, { type: 'create', data }), ctx);
 
     runner = new ProjectionRunner(ds, store, codec, quotaReadModelProjection(), { batchSize: 100, retryMs: 100 });
     runner.start();
-    const usage = async () => (await ds.query(`SELECT usage FROM project_quotas WHERE project_id = 'sw'`))[0]?.usage?.instances;
+    const usage = async () =>
+      (await ds.query(`SELECT usage FROM project_quotas WHERE project_id = 'sw'`))[0]?.usage?.instances;
     for (let i = 0; i < 100 && (await usage()) !== 2; i++) await new Promise((r) => setTimeout(r, 50));
     expect(await usage()).toBe(2);
 

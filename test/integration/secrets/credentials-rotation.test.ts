@@ -27,23 +27,41 @@ describe('provider credentials key rotation', () => {
   it('re-wraps every credential with the new KEK so the old one can be retired, while reads go on', async () => {
     const k1 = key();
     const k2 = key();
-    const before = new ProviderCredentialsStore(ds, new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k1:${k1}`, undefined))));
+    const before = new ProviderCredentialsStore(
+      ds,
+      new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k1:${k1}`, undefined))),
+    );
     for (let i = 0; i < 5; i++) await before.put(`prov-${i}`, { user: `u${i}`, password: `secret-${i}` });
 
-    const during = new ProviderCredentialsStore(ds, new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k1:${k1},k2:${k2}`, 'k2'))));
-    const [result] = await Promise.all([during.rotate(), ...Array.from({ length: 5 }, (_, i) => during.get(`prov-${i}`))]);
+    const during = new ProviderCredentialsStore(
+      ds,
+      new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k1:${k1},k2:${k2}`, 'k2'))),
+    );
+    const [result] = await Promise.all([
+      during.rotate(),
+      ...Array.from({ length: 5 }, (_, i) => during.get(`prov-${i}`)),
+    ]);
     expect(result).toMatchObject({ scanned: 5, rewrapped: 5, failed: [] });
     expect((await during.rotate()).alreadyCurrent).toBe(5);
 
-    const after = new ProviderCredentialsStore(ds, new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k2:${k2}`, undefined))));
-    for (let i = 0; i < 5; i++) expect(await after.get(`prov-${i}`)).toEqual({ user: `u${i}`, password: `secret-${i}` });
+    const after = new ProviderCredentialsStore(
+      ds,
+      new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k2:${k2}`, undefined))),
+    );
+    for (let i = 0; i < 5; i++)
+      expect(await after.get(`prov-${i}`)).toEqual({ user: `u${i}`, password: `secret-${i}` });
     await expect(before.get('prov-0')).rejects.toThrow();
   });
 
   it('does not open a credential copied to another provider', async () => {
-    const store = new ProviderCredentialsStore(ds, new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k:${key()}`, undefined))));
+    const store = new ProviderCredentialsStore(
+      ds,
+      new SecretBox(new LocalKeyWrapper(Keyring.fromEnvValue(`k:${key()}`, undefined))),
+    );
     await store.put('original', { password: 'x' });
-    await ds.query(`INSERT INTO provider_credentials (provider_id, sealed) SELECT 'copy', sealed FROM provider_credentials WHERE provider_id = 'original'`);
+    await ds.query(
+      `INSERT INTO provider_credentials (provider_id, sealed) SELECT 'copy', sealed FROM provider_credentials WHERE provider_id = 'original'`,
+    );
     await expect(store.get('copy')).rejects.toThrow();
   });
 });

@@ -103,7 +103,16 @@ export class FakeVaultTransitServer {
     };
     const fail = (status: number, ...errors: string[]) => send(status, { errors });
     const ok = (data: unknown) =>
-      send(200, { request_id: randomUUID(), lease_id: '', renewable: false, lease_duration: 0, data, wrap_info: null, warnings: null, auth: null });
+      send(200, {
+        request_id: randomUUID(),
+        lease_id: '',
+        renewable: false,
+        lease_duration: 0,
+        data,
+        wrap_info: null,
+        warnings: null,
+        auth: null,
+      });
 
     if (this.redirectTo) return send(307, { errors: [] }, { location: `${this.redirectTo}${path}` });
     if (this.sealed) return fail(503, 'Vault is sealed');
@@ -128,7 +137,13 @@ export class FakeVaultTransitServer {
         const key = this.keys.get(name);
         if (!key) return fail(404);
         const versions = Object.fromEntries(key.versions.map((_, i) => [String(i + 1), 1700000000 + i]));
-        return ok({ name, type: 'aes256-gcm96', latest_version: key.versions.length, min_decryption_version: key.minDecryptionVersion, keys: versions });
+        return ok({
+          name,
+          type: 'aes256-gcm96',
+          latest_version: key.versions.length,
+          min_decryption_version: key.minDecryptionVersion,
+          keys: versions,
+        });
       }
       if (req.method === 'POST' && !sub) {
         this.createKey(name);
@@ -144,7 +159,8 @@ export class FakeVaultTransitServer {
         const key = this.keys.get(name);
         if (!key) return fail(400, 'key not found');
         const min = Number(input.min_decryption_version);
-        if (!Number.isInteger(min) || min < 1 || min > key.versions.length) return fail(400, 'cannot set min decryption version above latest version');
+        if (!Number.isInteger(min) || min < 1 || min > key.versions.length)
+          return fail(400, 'cannot set min decryption version above latest version');
         key.minDecryptionVersion = min;
         res.writeHead(204).end();
         return;

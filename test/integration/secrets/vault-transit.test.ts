@@ -36,7 +36,9 @@ afterEach(async () => {
   await vault.stop();
 });
 
-function wrapperWith(overrides: Partial<ConstructorParameters<typeof VaultTransitKeyWrapper>[0]> = {}): VaultTransitKeyWrapper {
+function wrapperWith(
+  overrides: Partial<ConstructorParameters<typeof VaultTransitKeyWrapper>[0]> = {},
+): VaultTransitKeyWrapper {
   return new VaultTransitKeyWrapper({ address, token: TOKEN, keyName: KEY, timeoutMs: 2000, ...overrides });
 }
 
@@ -87,7 +89,10 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
     const v1Copy = store.get('p0')!;
 
     // Rotate the KEK inside Vault over its HTTP API, as an operator would.
-    const rotate = await fetch(`${address}/v1/transit/keys/${KEY}/rotate`, { method: 'POST', headers: { 'x-vault-token': TOKEN } });
+    const rotate = await fetch(`${address}/v1/transit/keys/${KEY}/rotate`, {
+      method: 'POST',
+      headers: { 'x-vault-token': TOKEN },
+    });
     expect(rotate.status).toBe(200);
     const decryptsBefore = vault.calls('decrypt').length;
 
@@ -104,9 +109,13 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
       for (const [id, sealed] of [...store]) yield { id, sealed };
     })();
     const rotation = new KeyRotation(box)
-      .rotateAll(rows, async (id, sealed) => {
-        store.set(id, sealed);
-      }, { concurrency: 4 })
+      .rotateAll(
+        rows,
+        async (id, sealed) => {
+          store.set(id, sealed);
+        },
+        { concurrency: 4 },
+      )
       .finally(() => {
         done = true;
       });
@@ -115,14 +124,22 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
     expect(reads).toBeGreaterThan(0);
     expect(vault.calls('rewrap')).toHaveLength(40);
     expect(vault.calls('decrypt').length - decryptsBefore).toBe(reads); // decrypts were the readers', none the rotation's
-    expect([...store.values()].every((s) => s.key.keyVersion === 2 && s.key.ciphertext.startsWith('vault:v2:'))).toBe(true);
+    expect([...store.values()].every((s) => s.key.keyVersion === 2 && s.key.ciphertext.startsWith('vault:v2:'))).toBe(
+      true,
+    );
 
     // Version 1 may now be retired in Vault: new envelopes open, an old copy is refused with Vault's reason.
-    await fetch(`${address}/v1/transit/keys/${KEY}/config`, { method: 'POST', headers: { 'x-vault-token': TOKEN }, body: JSON.stringify({ min_decryption_version: 2 }) });
+    await fetch(`${address}/v1/transit/keys/${KEY}/config`, {
+      method: 'POST',
+      headers: { 'x-vault-token': TOKEN },
+      body: JSON.stringify({ min_decryption_version: 2 }),
+    });
     expect(await box.openJson(store.get('p0'), aadOf('p0'))).toEqual(secretOf('p0'));
     const old = await rejection(box.open(v1Copy, aadOf('p0')));
     expect(old.code).toBe('WRAPPER_REJECTED');
-    expect(old.message).toMatch(/Vault transit decrypt with key transit\/hcp-provider-credentials: Vault answered 400 \(.*disallowed by policy/);
+    expect(old.message).toMatch(
+      /Vault transit decrypt with key transit\/hcp-provider-credentials: Vault answered 400 \(.*disallowed by policy/,
+    );
     expectClean(old);
 
     // A second run re-wraps under the same version: nothing to store.
@@ -136,7 +153,9 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
   });
 
   it('moves envelopes from the local keyring to Vault with the local wrapper kept as a reader', async () => {
-    const local = new LocalKeyWrapper(Keyring.fromEnvValue(`k1:${Keyring.generateKey().toString('base64')}`, undefined));
+    const local = new LocalKeyWrapper(
+      Keyring.fromEnvValue(`k1:${Keyring.generateKey().toString('base64')}`, undefined),
+    );
     const localBox = new SecretBox(local);
     const store = new Map<string, SealedSecret>();
     for (const id of ['a', 'b', 'c']) store.set(id, await localBox.seal(secretOf(id), aadOf(id)));
@@ -185,7 +204,9 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
       const error = await rejection(box.seal(secretOf('x'), aadOf('x')));
       expect(error.code).toBe('WRAPPER_DENIED');
       expect(error.retryable).toBe(false);
-      expect(error.message).toBe(`Vault transit encrypt with key transit/${KEY}: Vault answered 403 (permission denied)`);
+      expect(error.message).toBe(
+        `Vault transit encrypt with key transit/${KEY}: Vault answered 403 (permission denied)`,
+      );
       expect(error.message).not.toContain('hvs.WRONG-TOKEN');
       expectClean(error);
     });
@@ -215,9 +236,13 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
       await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
       const closedPort = (probe.address() as AddressInfo).port;
       await new Promise<void>((r) => probe.close(() => r()));
-      const down = await rejection(new SecretBox(wrapperWith({ address: `http://127.0.0.1:${closedPort}` })).open(sealed, aadOf('x')));
+      const down = await rejection(
+        new SecretBox(wrapperWith({ address: `http://127.0.0.1:${closedPort}` })).open(sealed, aadOf('x')),
+      );
       expect(down.code).toBe('WRAPPER_UNAVAILABLE');
-      expect(down.message).toBe(`Vault transit decrypt with key transit/${KEY}: http://127.0.0.1:${closedPort} is unreachable (ECONNREFUSED)`);
+      expect(down.message).toBe(
+        `Vault transit decrypt with key transit/${KEY}: http://127.0.0.1:${closedPort} is unreachable (ECONNREFUSED)`,
+      );
       expectClean(down);
     });
 
@@ -253,19 +278,25 @@ describe('VaultTransitKeyWrapper against a fake transit server', () => {
     it('an answer outside the contract is WRAPPER_REJECTED', async () => {
       const box = new SecretBox(wrapperWith());
       vault.nextBody = '{"data":{"ciphertext":"not-a-vault-ciphertext"}}';
-      expect((await rejection(box.seal(secretOf('x'), aadOf('x')))).message).toMatch(/encrypt answered without a vault:vN: ciphertext/);
+      expect((await rejection(box.seal(secretOf('x'), aadOf('x')))).message).toMatch(
+        /encrypt answered without a vault:vN: ciphertext/,
+      );
       vault.nextBody = 'not json';
-      expect((await rejection(box.seal(secretOf('x'), aadOf('x')))).message).toMatch(/Vault answered 200 without a "data" object/);
+      expect((await rejection(box.seal(secretOf('x'), aadOf('x')))).message).toMatch(
+        /Vault answered 200 without a "data" object/,
+      );
       const sealed = await box.seal(secretOf('x'), aadOf('x'));
       vault.nextBody = '{"data":{"plaintext":"%%%"}}';
       const bad = await rejection(box.open(sealed, aadOf('x')));
       expect(bad.code).toBe('WRAPPER_REJECTED');
       expect(bad.message).toMatch(/Vault transit decrypt answer is not valid base64/);
       vault.nextBody = `{"data":{"plaintext":"${Buffer.alloc(16).toString('base64')}"}}`;
-      expect((await rejection(box.open(sealed, aadOf('x')))).message).toMatch(/unwrapped data key is 16 bytes, expected 32/);
+      expect((await rejection(box.open(sealed, aadOf('x')))).message).toMatch(
+        /unwrapped data key is 16 bytes, expected 32/,
+      );
     });
 
-    it('a missing transit key is WRAPPER_REJECTED with Vault\'s reason', async () => {
+    it("a missing transit key is WRAPPER_REJECTED with Vault's reason", async () => {
       const box = new SecretBox(wrapperWith());
       const sealed = await box.seal(secretOf('x'), aadOf('x'));
       vault.keys.delete(KEY);

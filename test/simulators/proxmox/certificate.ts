@@ -16,7 +16,8 @@ function length(n: number): Buffer {
   return Buffer.from([0x80 | bytes.length, ...bytes]);
 }
 
-const tlv = (tag: number, content: Buffer): Buffer => Buffer.concat([Buffer.from([tag]), length(content.length), content]);
+const tlv = (tag: number, content: Buffer): Buffer =>
+  Buffer.concat([Buffer.from([tag]), length(content.length), content]);
 const seq = (...items: Buffer[]) => tlv(0x30, Buffer.concat(items));
 const set = (...items: Buffer[]) => tlv(0x31, Buffer.concat(items));
 const octets = (b: Buffer) => tlv(0x04, b);
@@ -52,11 +53,12 @@ function time(d: Date): Buffer {
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
   const body = `${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}Z`;
   const year = d.getUTCFullYear();
-  return year < 2050 ? tlv(0x17, Buffer.from(`${p(year % 100)}${body}`)) : tlv(0x18, Buffer.from(`${p(year, 4)}${body}`));
+  return year < 2050
+    ? tlv(0x17, Buffer.from(`${p(year % 100)}${body}`))
+    : tlv(0x18, Buffer.from(`${p(year, 4)}${body}`));
 }
 
-const name = (cn: string, org: string) =>
-  seq(set(seq(oid('2.5.4.10'), utf8(org))), set(seq(oid('2.5.4.3'), utf8(cn))));
+const name = (cn: string, org: string) => seq(set(seq(oid('2.5.4.10'), utf8(org))), set(seq(oid('2.5.4.3'), utf8(cn))));
 
 function extension(id: string, critical: boolean, value: Buffer): Buffer {
   return seq(oid(id), ...(critical ? [bool(true)] : []), octets(value));
@@ -119,7 +121,10 @@ function certificate(input: CertInput): { der: Buffer; keyId: Buffer } {
 }
 
 const pem = (der: Buffer) =>
-  `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
+  `-----BEGIN CERTIFICATE-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
 
 export interface SimulatorTlsMaterial {
   /** The CA that signed the server certificate (what a client passes as `ca_pem`). */
@@ -131,7 +136,9 @@ export interface SimulatorTlsMaterial {
   fingerprint256: string;
 }
 
-export function generateTlsMaterial(options: { commonName?: string; altNames?: string[]; days?: number } = {}): SimulatorTlsMaterial {
+export function generateTlsMaterial(
+  options: { commonName?: string; altNames?: string[]; days?: number } = {},
+): SimulatorTlsMaterial {
   const caKeys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const serverKeys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const caName = name('Proxmox Virtual Environment (simulator) CA', 'PVE Cluster Manager CA');

@@ -311,7 +311,12 @@ function parseSize(text: string | undefined): number | undefined {
 }
 
 function formatSize(bytes: number): string {
-  for (const [unit, size] of [['T', 1024 * GiB], ['G', GiB], ['M', 1024 ** 2], ['K', 1024]] as const) {
+  for (const [unit, size] of [
+    ['T', 1024 * GiB],
+    ['G', GiB],
+    ['M', 1024 ** 2],
+    ['K', 1024],
+  ] as const) {
     if (bytes % size === 0) return `${bytes / size}${unit}`;
   }
   return String(bytes);
@@ -370,7 +375,13 @@ export class ProxmoxSimulator {
     this.schema = PveSchema.load(options.schemaFile);
     this.latency = { ...DEFAULT_SIM_LATENCY, ...options.latency };
     for (const n of options.nodes ?? DEFAULT_NODES) {
-      this.nodes.set(n.name, { name: n.name, maxmem: n.maxmem ?? 64 * GiB, baseMem: n.baseMem ?? 2 * GiB, maxcpu: n.maxcpu ?? 16, online: n.online ?? true });
+      this.nodes.set(n.name, {
+        name: n.name,
+        maxmem: n.maxmem ?? 64 * GiB,
+        baseMem: n.baseMem ?? 2 * GiB,
+        maxcpu: n.maxcpu ?? 16,
+        online: n.online ?? true,
+      });
     }
     this.storages = options.storages ?? DEFAULT_STORAGES;
     this.users = new Map(Object.entries(options.users ?? { 'root@pam': 'simulator' }));
@@ -546,7 +557,16 @@ export class ProxmoxSimulator {
     const method = (req.method ?? 'GET').toUpperCase();
     if (url.pathname.startsWith('/_sim/')) return this.handleAdmin(req, res, url, method);
     const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'] : undefined;
-    const record: SimRequestRecord = { method, path: url.pathname, status: 0, auth: 'none', csrf: false, params: {}, ...(requestId ? { request_id: requestId } : {}), at: Date.now() };
+    const record: SimRequestRecord = {
+      method,
+      path: url.pathname,
+      status: 0,
+      auth: 'none',
+      csrf: false,
+      params: {},
+      ...(requestId ? { request_id: requestId } : {}),
+      at: Date.now(),
+    };
     this.requests.push(record);
     if (this.requests.length > 10_000) this.requests.splice(0, 1000);
 
@@ -600,7 +620,8 @@ export class ProxmoxSimulator {
       if (type === 'application/json' && body.length > 0) {
         encoding = 'json';
         const parsed = JSON.parse(body.toString('utf8')) as unknown;
-        bodyParams = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+        bodyParams =
+          parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
       } else {
         bodyParams = Object.fromEntries(new URLSearchParams(body.toString('utf8')));
       }
@@ -680,7 +701,15 @@ export class ProxmoxSimulator {
   private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => undefined);
     const url = new URL(req.url ?? '/', 'https://simulator');
-    const record: SimRequestRecord = { method: 'GET', path: url.pathname, status: 0, auth: 'none', csrf: false, params: {}, at: Date.now() };
+    const record: SimRequestRecord = {
+      method: 'GET',
+      path: url.pathname,
+      status: 0,
+      auth: 'none',
+      csrf: false,
+      params: {},
+      at: Date.now(),
+    };
     this.requests.push(record);
     const refuse = async (err: PveError) => {
       const { reason, body } = await this.errorAnswer(err);
@@ -746,7 +775,10 @@ export class ProxmoxSimulator {
       const r = f.rule;
       if (r.method && r.method.toUpperCase() !== method) continue;
       if (r.path !== undefined) {
-        const ok = r.path instanceof RegExp ? r.path.test(rawPath) || r.path.test(template) : r.path === rawPath || r.path === template;
+        const ok =
+          r.path instanceof RegExp
+            ? r.path.test(rawPath) || r.path.test(template)
+            : r.path === rawPath || r.path === template;
         if (!ok) continue;
       }
       f.seen++;
@@ -758,14 +790,21 @@ export class ProxmoxSimulator {
     return fired;
   }
 
-  private authenticate(req: IncomingMessage, method: string, endpoint: PveEndpoint): { user: string; kind: 'token' | 'ticket'; csrf: boolean } {
+  private authenticate(
+    req: IncomingMessage,
+    method: string,
+    endpoint: PveEndpoint,
+  ): { user: string; kind: 'token' | 'ticket'; csrf: boolean } {
     const authorization = req.headers.authorization ?? '';
     const token = /^PVEAPIToken=([^=\s]+)=(\S+)$/.exec(authorization);
     if (token) {
       const expected = this.tokens.get(token[1]);
       if (!expected || !safeEqual(expected, token[2])) throw new PveError(401, 'authentication failure');
       if (endpoint.allowtoken === 0) {
-        throw new PveError(403, `Permission check failed (URI '${endpoint.path}' not available with API token, need proper ticket.)`);
+        throw new PveError(
+          403,
+          `Permission check failed (URI '${endpoint.path}' not available with API token, need proper ticket.)`,
+        );
       }
       return { user: token[1], kind: 'token', csrf: false };
     }
@@ -921,7 +960,9 @@ export class ProxmoxSimulator {
         return this.termProxy(c);
       case 'GET /nodes/{node}/qemu/{vmid}/vncwebsocket':
         // pveproxy answers a plain GET with a parameter error: the call only works as an upgrade.
-        throw new PveError(400, 'Parameter verification failed.', { upgrade: 'vncwebsocket needs a WebSocket upgrade' });
+        throw new PveError(400, 'Parameter verification failed.', {
+          upgrade: 'vncwebsocket needs a WebSocket upgrade',
+        });
       case 'POST /nodes/{node}/qemu/{vmid}/spiceproxy':
         return this.spiceProxy(c);
       case 'PUT /nodes/{node}/qemu/{vmid}/resize':
@@ -930,7 +971,12 @@ export class ProxmoxSimulator {
         const vm = this.vmOn(p.node, p.vmid);
         return [
           ...vm.snapshots.map((s) => ({ name: s.name, description: s.description, snaptime: s.snaptime })),
-          { name: 'current', description: 'You are here!', running: vm.running ? 1 : 0, ...(vm.snapshots.length ? { parent: vm.snapshots[vm.snapshots.length - 1].name } : {}) },
+          {
+            name: 'current',
+            description: 'You are here!',
+            running: vm.running ? 1 : 0,
+            ...(vm.snapshots.length ? { parent: vm.snapshots[vm.snapshots.length - 1].name } : {}),
+          },
         ];
       }
       case 'POST /nodes/{node}/qemu/{vmid}/snapshot':
@@ -950,7 +996,17 @@ export class ProxmoxSimulator {
           .filter((s) => !s.nodes || s.nodes.includes(p.node))
           .filter((s) => !p.storage || s.storage === p.storage)
           .filter((s) => !p.content || s.content.split(',').includes(p.content))
-          .map((s) => ({ storage: s.storage, type: s.type, content: s.content, active: 1, enabled: 1, shared: s.shared ? 1 : 0, total: s.total ?? 100 * GiB, used: this.storageUsed(s.storage, p.node), avail: (s.total ?? 100 * GiB) - this.storageUsed(s.storage, p.node) }));
+          .map((s) => ({
+            storage: s.storage,
+            type: s.type,
+            content: s.content,
+            active: 1,
+            enabled: 1,
+            shared: s.shared ? 1 : 0,
+            total: s.total ?? 100 * GiB,
+            used: this.storageUsed(s.storage, p.node),
+            avail: (s.total ?? 100 * GiB) - this.storageUsed(s.storage, p.node),
+          }));
       case 'GET /nodes/{node}/storage/{storage}/content':
         return this.storageContent(p.node, p.storage, p.vmid);
       case 'GET /pools':
@@ -997,7 +1053,20 @@ export class ProxmoxSimulator {
     const out: unknown[] = [];
     if (!type || type === 'node') {
       for (const n of this.nodes.values()) {
-        out.push({ id: `node/${n.name}`, type: 'node', node: n.name, status: n.online ? 'online' : 'offline', maxmem: n.maxmem, mem: this.nodeMem(n), maxcpu: n.maxcpu, cpu: 0.02, uptime: 86_400, level: '', maxdisk: 100 * GiB, disk: 10 * GiB });
+        out.push({
+          id: `node/${n.name}`,
+          type: 'node',
+          node: n.name,
+          status: n.online ? 'online' : 'offline',
+          maxmem: n.maxmem,
+          mem: this.nodeMem(n),
+          maxcpu: n.maxcpu,
+          cpu: 0.02,
+          uptime: 86_400,
+          level: '',
+          maxdisk: 100 * GiB,
+          disk: 10 * GiB,
+        });
       }
     }
     if (!type || type === 'vm') {
@@ -1029,7 +1098,18 @@ export class ProxmoxSimulator {
       for (const n of this.nodes.values()) {
         for (const s of this.storages) {
           if (s.nodes && !s.nodes.includes(n.name)) continue;
-          out.push({ id: `storage/${n.name}/${s.storage}`, type: 'storage', node: n.name, storage: s.storage, status: 'available', shared: s.shared ? 1 : 0, content: s.content, plugintype: s.type, maxdisk: s.total ?? 100 * GiB, disk: this.storageUsed(s.storage, n.name) });
+          out.push({
+            id: `storage/${n.name}/${s.storage}`,
+            type: 'storage',
+            node: n.name,
+            storage: s.storage,
+            status: 'available',
+            shared: s.shared ? 1 : 0,
+            content: s.content,
+            plugintype: s.type,
+            maxdisk: s.total ?? 100 * GiB,
+            disk: this.storageUsed(s.storage, n.name),
+          });
         }
       }
     }
@@ -1038,7 +1118,8 @@ export class ProxmoxSimulator {
 
   private nextId(vmid?: string): number {
     if (vmid !== undefined) {
-      if (this.vms.has(Number(vmid))) throw new PveError(400, 'Parameter verification failed.', { vmid: `VM ${vmid} already exists` });
+      if (this.vms.has(Number(vmid)))
+        throw new PveError(400, 'Parameter verification failed.', { vmid: `VM ${vmid} already exists` });
       return Number(vmid);
     }
     for (let id = 100; ; id++) if (!this.vms.has(id)) return id;
@@ -1050,7 +1131,13 @@ export class ProxmoxSimulator {
     const vmid = Number(p.vmid);
     if (this.vms.has(vmid)) throw new PveError(500, `unable to create VM ${vmid}: config file already exists`);
     const config: Record<string, string> = {};
-    for (const [k, v] of Object.entries(p)) if (!['node', 'vmid', 'start', 'pool', 'storage', 'unique', 'force', 'archive', 'bwlimit', 'live-restore'].includes(k)) config[k] = v;
+    for (const [k, v] of Object.entries(p))
+      if (
+        !['node', 'vmid', 'start', 'pool', 'storage', 'unique', 'force', 'archive', 'bwlimit', 'live-restore'].includes(
+          k,
+        )
+      )
+        config[k] = v;
     config.lock = 'create';
     for (const [k, v] of Object.entries(config)) {
       // `scsi0: local-lvm:8` allocates an 8 GiB disk.
@@ -1081,12 +1168,17 @@ export class ProxmoxSimulator {
       // Another client's clone got there first.
       this.vms.set(newid, this.newVm(newid, targetNode.name, { name: `raced-${newid}`, memory: '512', cores: '1' }));
     }
-    if (this.vms.has(newid)) throw new PveError(500, `VM ${newid} already exists on node '${this.vms.get(newid)!.node}'`);
+    if (this.vms.has(newid))
+      throw new PveError(500, `VM ${newid} already exists on node '${this.vms.get(newid)!.node}'`);
     if (source.config.lock) throw new PveError(500, `VM is locked (${source.config.lock})`);
     const isTemplate = source.config.template === '1';
     const full = p.full !== undefined ? p.full === '1' : !isTemplate;
-    if (!full && !isTemplate) throw new PveError(500, 'Linked clone feature is not supported for drives of a VM that is not a template');
-    if (!full && p.storage) throw new PveError(400, 'Parameter verification failed.', { storage: 'Linked clones do not support storage parameter' });
+    if (!full && !isTemplate)
+      throw new PveError(500, 'Linked clone feature is not supported for drives of a VM that is not a template');
+    if (!full && p.storage)
+      throw new PveError(400, 'Parameter verification failed.', {
+        storage: 'Linked clones do not support storage parameter',
+      });
     if (p.pool && !this.pools.has(p.pool)) throw new PveError(500, `pool '${p.pool}' does not exist`);
 
     const disks = Object.entries(source.config).filter(([k, v]) => isDisk(k, v));
@@ -1097,8 +1189,10 @@ export class ProxmoxSimulator {
       if (!storage || (storage.nodes && !storage.nodes.includes(targetNode.name))) {
         throw new PveError(500, `storage '${storageId}' is not available on node '${targetNode.name}'`);
       }
-      if (!storage.content.split(',').includes('images')) throw new PveError(500, `storage '${storageId}' does not support vm images`);
-      if (targetNode.name !== source.node && !storage.shared) throw new PveError(500, `Can't clone to non-shared storage '${storageId}'`);
+      if (!storage.content.split(',').includes('images'))
+        throw new PveError(500, `storage '${storageId}' does not support vm images`);
+      if (targetNode.name !== source.node && !storage.shared)
+        throw new PveError(500, `Can't clone to non-shared storage '${storageId}'`);
     }
 
     const config: Record<string, string> = {};
@@ -1110,7 +1204,11 @@ export class ProxmoxSimulator {
         const entries = parseProps(v);
         const volume = entries[0][1];
         const [store, vol] = volume.split(':');
-        const target = /cloudinit/.test(v) ? `${p.storage && full ? p.storage : store}:vm-${newid}-cloudinit` : full ? `${p.storage ?? store}:vm-${newid}-disk-${diskIndex++}` : `${store}:${vol}/vm-${newid}-disk-${diskIndex++}`;
+        const target = /cloudinit/.test(v)
+          ? `${p.storage && full ? p.storage : store}:vm-${newid}-cloudinit`
+          : full
+            ? `${p.storage ?? store}:vm-${newid}-disk-${diskIndex++}`
+            : `${store}:${vol}/vm-${newid}-disk-${diskIndex++}`;
         entries[0] = ['', target];
         config[k] = printProps(entries);
         continue;
@@ -1127,21 +1225,28 @@ export class ProxmoxSimulator {
     if (p.pool) vm.pool = p.pool;
     this.vms.set(newid, vm);
     // The task id is the source VMID (as in Proxmox), on the source's node.
-    return this.startTask(c, source.node, 'qmclone', String(source.vmid), full ? this.latency.cloneFullMs : this.latency.cloneLinkedMs, (task) => {
-      if (task.failed) {
-        // A failed clone removes its target.
-        if (this.vms.get(newid) === vm) this.vms.delete(newid);
-        task.exit = `clone failed: ${task.exit}`;
-        return;
-      }
-      if (this.vms.get(newid) === vm) delete vm.config.lock;
-    });
+    return this.startTask(
+      c,
+      source.node,
+      'qmclone',
+      String(source.vmid),
+      full ? this.latency.cloneFullMs : this.latency.cloneLinkedMs,
+      (task) => {
+        if (task.failed) {
+          // A failed clone removes its target.
+          if (this.vms.get(newid) === vm) this.vms.delete(newid);
+          task.exit = `clone failed: ${task.exit}`;
+          return;
+        }
+        if (this.vms.get(newid) === vm) delete vm.config.lock;
+      },
+    );
   }
 
   private makeTemplate(c: RequestContext): unknown {
     const vm = this.vmOn(c.params.node, c.params.vmid);
     if (vm.running) throw new PveError(500, "you can't convert a running VM to a template");
-    if (vm.config.template === '1') throw new PveError(500, 'you can\'t convert a template to a template');
+    if (vm.config.template === '1') throw new PveError(500, "you can't convert a template to a template");
     this.checkConfigLock(vm);
     return this.startTask(c, vm.node, 'qmtemplate', String(vm.vmid), this.latency.templateMs, (task) => {
       if (task.failed) return;
@@ -1154,17 +1259,23 @@ export class ProxmoxSimulator {
 
   private readConfig(vm: SimVm, _current: boolean): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    const returns = this.schema.endpoints.find((e) => e.method === 'GET' && e.path === '/nodes/{node}/qemu/{vmid}/config')?.returns?.properties ?? {};
+    const returns =
+      this.schema.endpoints.find((e) => e.method === 'GET' && e.path === '/nodes/{node}/qemu/{vmid}/config')?.returns
+        ?.properties ?? {};
     for (const [k, v] of Object.entries(vm.config)) {
       const type = returns[k]?.type ?? returns[k.replace(/\d+$/, '[n]')]?.type;
-      out[k] = (type === 'integer' || type === 'boolean' || type === 'number') && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
+      out[k] =
+        (type === 'integer' || type === 'boolean' || type === 'number') && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
     }
     out.digest = this.digest(vm);
     return out;
   }
 
   private digest(vm: SimVm): string {
-    const text = Object.entries(vm.config).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}: ${v}`).join('\n');
+    const text = Object.entries(vm.config)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n');
     return createHash('sha1').update(text).digest('hex');
   }
 
@@ -1173,7 +1284,8 @@ export class ProxmoxSimulator {
     const vm = this.vmOn(p.node, p.vmid);
     if (p.skiplock !== '1') this.checkConfigLock(vm);
     this.checkFileLock(vm);
-    if (p.digest && p.digest !== this.digest(vm)) throw new PveError(500, 'detected modified configuration - file changed by other user? Try again.');
+    if (p.digest && p.digest !== this.digest(vm))
+      throw new PveError(500, 'detected modified configuration - file changed by other user? Try again.');
     const skip = new Set(['node', 'vmid', 'digest', 'delete', 'revert', 'skiplock', 'force', 'background_delay']);
     for (const [k, v] of Object.entries(p)) {
       if (skip.has(k)) continue;
@@ -1195,17 +1307,26 @@ export class ProxmoxSimulator {
     const current = parseSize(entries.find(([k]) => k === 'size')?.[1]) ?? 0;
     const relative = p.size.startsWith('+');
     const amount = parseSize(p.size.replace(/^\+/, ''));
-    if (amount === undefined) throw new PveError(400, 'Parameter verification failed.', { size: 'value does not match the regex pattern' });
+    if (amount === undefined)
+      throw new PveError(400, 'Parameter verification failed.', { size: 'value does not match the regex pattern' });
     const target = relative ? current + amount : amount;
     if (target < current) throw new PveError(500, 'shrinking disks is not supported');
-    return this.startTask(c, vm.node, 'resize', String(vm.vmid), this.latency.resizeMs, (task) => {
-      if (task.failed) return;
-      const now = parseProps(vm.config[p.disk]);
-      const at = now.findIndex(([k]) => k === 'size');
-      if (at >= 0) now[at] = ['size', formatSize(target)];
-      else now.push(['size', formatSize(target)]);
-      vm.config[p.disk] = printProps(now);
-    }, { flock: vm });
+    return this.startTask(
+      c,
+      vm.node,
+      'resize',
+      String(vm.vmid),
+      this.latency.resizeMs,
+      (task) => {
+        if (task.failed) return;
+        const now = parseProps(vm.config[p.disk]);
+        const at = now.findIndex(([k]) => k === 'size');
+        if (at >= 0) now[at] = ['size', formatSize(target)];
+        else now.push(['size', formatSize(target)]);
+        vm.config[p.disk] = printProps(now);
+      },
+      { flock: vm },
+    );
   }
 
   private destroyVm(c: RequestContext): unknown {
@@ -1215,14 +1336,22 @@ export class ProxmoxSimulator {
     if (p.skiplock !== '1') this.checkConfigLock(vm);
     this.checkFileLock(vm);
     if (vm.running) throw new PveError(500, `VM ${vm.vmid} is running - destroy failed`);
-    return this.startTask(c, vm.node, 'qmdestroy', String(vm.vmid), this.latency.destroyMs, (task) => {
-      if (task.failed) {
-        delete vm.config.lock;
-        return;
-      }
-      this.vms.delete(vm.vmid);
-      this.consoles.closeForVm(vm.vmid);
-    }, { flock: vm, onStart: () => (vm.config.lock = 'destroyed') });
+    return this.startTask(
+      c,
+      vm.node,
+      'qmdestroy',
+      String(vm.vmid),
+      this.latency.destroyMs,
+      (task) => {
+        if (task.failed) {
+          delete vm.config.lock;
+          return;
+        }
+        this.vms.delete(vm.vmid);
+        this.consoles.closeForVm(vm.vmid);
+      },
+      { flock: vm, onStart: () => (vm.config.lock = 'destroyed') },
+    );
   }
 
   private currentStatus(vm: SimVm): Record<string, unknown> {
@@ -1250,17 +1379,33 @@ export class ProxmoxSimulator {
     if (vm.config.template === '1') throw new PveError(500, "you can't start a vm if it's a template");
     if (c.params.skiplock !== '1') this.checkConfigLock(vm);
     if (vm.running) throw new PveError(500, `VM ${vm.vmid} already running`);
-    return this.startTask(c, vm.node, 'qmstart', String(vm.vmid), this.latency.startMs, (task) => {
-      if (!task.failed) this.bootVm(vm);
-    }, { flock: vm });
+    return this.startTask(
+      c,
+      vm.node,
+      'qmstart',
+      String(vm.vmid),
+      this.latency.startMs,
+      (task) => {
+        if (!task.failed) this.bootVm(vm);
+      },
+      { flock: vm },
+    );
   }
 
   private powerStop(c: RequestContext): unknown {
     const vm = this.vmOn(c.params.node, c.params.vmid);
     if (c.params.skiplock !== '1') this.checkConfigLock(vm);
-    return this.startTask(c, vm.node, 'qmstop', String(vm.vmid), this.latency.stopMs, (task) => {
-      if (!task.failed) this.haltVm(vm);
-    }, { flock: vm });
+    return this.startTask(
+      c,
+      vm.node,
+      'qmstop',
+      String(vm.vmid),
+      this.latency.stopMs,
+      (task) => {
+        if (!task.failed) this.haltVm(vm);
+      },
+      { flock: vm },
+    );
   }
 
   private powerShutdown(c: RequestContext): unknown {
@@ -1273,15 +1418,23 @@ export class ProxmoxSimulator {
     const acpi = vm.guest.acpi;
     // A guest that ignores ACPI keeps the task busy for the whole timeout (real seconds, not scaled).
     const duration = acpi ? Math.min(this.latency.shutdownMs * this.latency.scale, timeoutMs) : timeoutMs;
-    return this.startTask(c, vm.node, 'qmshutdown', String(vm.vmid), duration, (task) => {
-      if (task.failed) return;
-      if (acpi || force) {
-        this.haltVm(vm);
-        return;
-      }
-      task.failed = true;
-      task.exit = 'VM quit/powerdown failed - got timeout';
-    }, { flock: vm, unscaled: true });
+    return this.startTask(
+      c,
+      vm.node,
+      'qmshutdown',
+      String(vm.vmid),
+      duration,
+      (task) => {
+        if (task.failed) return;
+        if (acpi || force) {
+          this.haltVm(vm);
+          return;
+        }
+        task.failed = true;
+        task.exit = 'VM quit/powerdown failed - got timeout';
+      },
+      { flock: vm, unscaled: true },
+    );
   }
 
   private powerReboot(c: RequestContext, type: 'qmreboot' | 'qmreset', ms: number): unknown {
@@ -1289,21 +1442,37 @@ export class ProxmoxSimulator {
     if (c.params.skiplock !== '1') this.checkConfigLock(vm);
     if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);
     if (type === 'qmreboot' && vm.paused) throw new PveError(500, 'VM is paused - cannot shutdown');
-    return this.startTask(c, vm.node, type, String(vm.vmid), ms, (task) => {
-      if (task.failed) return;
-      vm.startedAt = Date.now();
-      vm.paused = false;
-      if (agentOn(vm.config.agent)) vm.agentReadyAt = Date.now() + this.latency.agentBootMs * this.latency.scale;
-    }, { flock: vm });
+    return this.startTask(
+      c,
+      vm.node,
+      type,
+      String(vm.vmid),
+      ms,
+      (task) => {
+        if (task.failed) return;
+        vm.startedAt = Date.now();
+        vm.paused = false;
+        if (agentOn(vm.config.agent)) vm.agentReadyAt = Date.now() + this.latency.agentBootMs * this.latency.scale;
+      },
+      { flock: vm },
+    );
   }
 
   private powerSuspend(c: RequestContext, suspend: boolean): unknown {
     const vm = this.vmOn(c.params.node, c.params.vmid);
     if (c.params.skiplock !== '1') this.checkConfigLock(vm);
     if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);
-    return this.startTask(c, vm.node, suspend ? 'qmpause' : 'qmresume', String(vm.vmid), this.latency.suspendMs, (task) => {
-      if (!task.failed) vm.paused = suspend;
-    }, { flock: vm });
+    return this.startTask(
+      c,
+      vm.node,
+      suspend ? 'qmpause' : 'qmresume',
+      String(vm.vmid),
+      this.latency.suspendMs,
+      (task) => {
+        if (!task.failed) vm.paused = suspend;
+      },
+      { flock: vm },
+    );
   }
 
   private agentReady(vm: SimVm): SimVm {
@@ -1332,13 +1501,27 @@ export class ProxmoxSimulator {
         statistics: { 'rx-bytes': 0, 'tx-bytes': 0 },
       },
     ];
-    const nets = Object.keys(vm.config).filter((k) => NET_KEY.test(k)).sort();
+    const nets = Object.keys(vm.config)
+      .filter((k) => NET_KEY.test(k))
+      .sort();
     nets.forEach((key, i) => {
-      const mac = parseProps(vm.config[key]).find(([k, v]) => k !== '' && k !== 'bridge' && /^[0-9A-F]{2}(:[0-9A-F]{2}){5}$/i.test(v))?.[1] ?? '';
+      const mac =
+        parseProps(vm.config[key]).find(
+          ([k, v]) => k !== '' && k !== 'bridge' && /^[0-9A-F]{2}(:[0-9A-F]{2}){5}$/i.test(v),
+        )?.[1] ?? '';
       const addresses: unknown[] = [];
       if (i === 0) addresses.push({ 'ip-address': this.guestAddress(vm.vmid), 'ip-address-type': 'ipv4', prefix: 24 });
-      addresses.push({ 'ip-address': `fe80::be24:11ff:fe${hex(vm.vmid & 0xff, 2).toLowerCase()}:${hex(i, 4).toLowerCase()}`, 'ip-address-type': 'ipv6', prefix: 64 });
-      out.push({ name: `eth${i}`, 'hardware-address': mac.toLowerCase(), 'ip-addresses': addresses, statistics: { 'rx-bytes': 1024, 'tx-bytes': 2048 } });
+      addresses.push({
+        'ip-address': `fe80::be24:11ff:fe${hex(vm.vmid & 0xff, 2).toLowerCase()}:${hex(i, 4).toLowerCase()}`,
+        'ip-address-type': 'ipv6',
+        prefix: 64,
+      });
+      out.push({
+        name: `eth${i}`,
+        'hardware-address': mac.toLowerCase(),
+        'ip-addresses': addresses,
+        statistics: { 'rx-bytes': 1024, 'tx-bytes': 2048 },
+      });
     });
     return out;
   }
@@ -1367,7 +1550,12 @@ export class ProxmoxSimulator {
   private termProxy(c: RequestContext): unknown {
     const vm = this.vmOn(c.params.node, c.params.vmid);
     const upid = this.startTask(c, vm.node, 'vncproxy', String(vm.vmid), 10_000, () => undefined, { unscaled: true });
-    return { user: c.user, ticket: `PVEVNC:${hex(Math.floor(Date.now() / 1000))}::${randomBytes(24).toString('base64')}`, port: 5900 + (vm.vmid % 100), upid };
+    return {
+      user: c.user,
+      ticket: `PVEVNC:${hex(Math.floor(Date.now() / 1000))}::${randomBytes(24).toString('base64')}`,
+      port: 5900 + (vm.vmid % 100),
+      upid,
+    };
   }
 
   private spiceProxy(c: RequestContext): unknown {
@@ -1392,10 +1580,24 @@ export class ProxmoxSimulator {
   private snapshot(c: RequestContext): unknown {
     const vm = this.vmOn(c.params.node, c.params.vmid);
     this.checkConfigLock(vm);
-    if (vm.snapshots.some((s) => s.name === c.params.snapname)) throw new PveError(500, `snapshot name '${c.params.snapname}' already used`);
-    return this.startTask(c, vm.node, 'qmsnapshot', String(vm.vmid), this.latency.snapshotMs, (task) => {
-      if (!task.failed) vm.snapshots.push({ name: c.params.snapname, description: c.params.description ?? '', snaptime: Math.floor(Date.now() / 1000) });
-    }, { flock: vm });
+    if (vm.snapshots.some((s) => s.name === c.params.snapname))
+      throw new PveError(500, `snapshot name '${c.params.snapname}' already used`);
+    return this.startTask(
+      c,
+      vm.node,
+      'qmsnapshot',
+      String(vm.vmid),
+      this.latency.snapshotMs,
+      (task) => {
+        if (!task.failed)
+          vm.snapshots.push({
+            name: c.params.snapname,
+            description: c.params.description ?? '',
+            snaptime: Math.floor(Date.now() / 1000),
+          });
+      },
+      { flock: vm },
+    );
   }
 
   private storageContent(node: string, storage: string, vmid?: string): unknown[] {
@@ -1409,7 +1611,13 @@ export class ProxmoxSimulator {
         if (!volume.startsWith(`${storage}:`)) continue;
         const shared = this.storages.find((s) => s.storage === storage)?.shared;
         if (!shared && vm.node !== node) continue;
-        out.push({ volid: volume, content: 'images', format: 'raw', size: parseSize(parseProps(v).find(([kk]) => kk === 'size')?.[1]) ?? 0, vmid: vm.vmid });
+        out.push({
+          volid: volume,
+          content: 'images',
+          format: 'raw',
+          size: parseSize(parseProps(v).find(([kk]) => kk === 'size')?.[1]) ?? 0,
+          vmid: vm.vmid,
+        });
       }
     }
     return out;
@@ -1462,7 +1670,18 @@ export class ProxmoxSimulator {
     const starttime = Math.floor(Date.now() / 1000);
     const user = c.user || 'root@pam';
     const upid = `UPID:${node}:${hex(pid)}:${hex(pid * 7 + 100_000)}:${hex(starttime)}:${type}:${id}:${user}:`;
-    const task: SimTask = { upid, node, pid, pstart: pid * 7 + 100_000, starttime, type, id, user, status: 'running', log: [] };
+    const task: SimTask = {
+      upid,
+      node,
+      pid,
+      pstart: pid * 7 + 100_000,
+      starttime,
+      type,
+      id,
+      user,
+      status: 'running',
+      log: [],
+    };
     this.tasks.set(upid, task);
     return task;
   }
@@ -1508,10 +1727,13 @@ export class ProxmoxSimulator {
   }
 
   private later(ms: number, fn: () => void): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      fn();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer);
+        fn();
+      },
+      Math.max(0, ms),
+    );
     this.timers.add(timer);
   }
 
@@ -1594,7 +1816,8 @@ export class ProxmoxSimulator {
 
   private nodeMem(n: SimNode): number {
     let mem = n.baseMem;
-    for (const vm of this.vms.values()) if (vm.node === n.name && vm.running) mem += memoryMiB(vm.config.memory) * 1024 ** 2;
+    for (const vm of this.vms.values())
+      if (vm.node === n.name && vm.running) mem += memoryMiB(vm.config.memory) * 1024 ** 2;
     return mem;
   }
 
@@ -1604,7 +1827,8 @@ export class ProxmoxSimulator {
     for (const vm of this.vms.values()) {
       if (!shared && vm.node !== node) continue;
       for (const [k, v] of Object.entries(vm.config)) {
-        if (isDisk(k, v) && v.startsWith(`${storage}:`)) used += parseSize(parseProps(v).find(([kk]) => kk === 'size')?.[1]) ?? 0;
+        if (isDisk(k, v) && v.startsWith(`${storage}:`))
+          used += parseSize(parseProps(v).find(([kk]) => kk === 'size')?.[1]) ?? 0;
       }
     }
     return used;
@@ -1624,7 +1848,11 @@ export class ProxmoxSimulator {
 
   private mustNode(name: string): SimNode {
     const node = this.nodes.get(name);
-    if (!node) throw new PveError(500, `hostname lookup '${name}' failed - failed to get address info for: ${name}: Name or service not known`);
+    if (!node)
+      throw new PveError(
+        500,
+        `hostname lookup '${name}' failed - failed to get address info for: ${name}: Name or service not known`,
+      );
     if (!node.online) throw new PveError(595, `Connection refused`);
     return node;
   }
@@ -1633,7 +1861,8 @@ export class ProxmoxSimulator {
   private vmOn(node: string, vmid: string): SimVm {
     this.mustNode(node);
     const vm = this.vms.get(Number(vmid));
-    if (!vm || vm.node !== node) throw new PveError(500, `Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
+    if (!vm || vm.node !== node)
+      throw new PveError(500, `Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
     return vm;
   }
 
@@ -1648,7 +1877,10 @@ export class ProxmoxSimulator {
     let sshKeys: string[] = [];
     if (c.sshkeys) {
       try {
-        sshKeys = decodeURIComponent(c.sshkeys).split('\n').map((l) => l.trim()).filter((l) => l !== '');
+        sshKeys = decodeURIComponent(c.sshkeys)
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => l !== '');
       } catch {
         sshKeys = [c.sshkeys];
       }
@@ -1663,7 +1895,9 @@ export class ProxmoxSimulator {
       ...(c.lock ? { lock: c.lock } : {}),
       tags: (c.tags ?? '').split(/[;,\s]+/).filter((t) => t !== ''),
       ...(c.description !== undefined ? { description: c.description } : {}),
-      ...(c.description && /^hcp-id: (.+)$/m.test(c.description) ? { hcp_id: /^hcp-id: (.+)$/m.exec(c.description)![1].trim() } : {}),
+      ...(c.description && /^hcp-id: (.+)$/m.test(c.description)
+        ? { hcp_id: /^hcp-id: (.+)$/m.exec(c.description)![1].trim() }
+        : {}),
       ssh_keys: sshKeys,
       disks: this.disks(vm).byKey,
       ...(vm.pool ? { pool: vm.pool } : {}),
@@ -1680,7 +1914,8 @@ export class ProxmoxSimulator {
       res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
       res.end(body);
     };
-    if (this.options.adminKey && req.headers['x-sim-admin-key'] !== this.options.adminKey) return reply(401, { error: 'X-Sim-Admin-Key required' });
+    if (this.options.adminKey && req.headers['x-sim-admin-key'] !== this.options.adminKey)
+      return reply(401, { error: 'X-Sim-Admin-Key required' });
     let body: Record<string, unknown> = {};
     try {
       const raw = await readBody(req);
@@ -1691,19 +1926,33 @@ export class ProxmoxSimulator {
     const route = `${method} ${url.pathname}`;
     switch (route) {
       case 'GET /_sim/state':
-        return reply(200, { vms: this.listVms(), tasks: this.listTasks().slice(-100), validation_failures: this.validationFailures, stats: this.stats });
+        return reply(200, {
+          vms: this.listVms(),
+          tasks: this.listTasks().slice(-100),
+          validation_failures: this.validationFailures,
+          stats: this.stats,
+        });
       case 'GET /_sim/vms':
         return reply(200, this.listVms());
       case 'GET /_sim/requests':
         return reply(200, this.requests.slice(-500));
       case 'POST /_sim/tokens': {
-        const token = this.createToken(String(body.userid ?? 'hcp@pve'), String(body.tokenid ?? `t${randomBytes(3).toString('hex')}`));
+        const token = this.createToken(
+          String(body.userid ?? 'hcp@pve'),
+          String(body.tokenid ?? `t${randomBytes(3).toString('hex')}`),
+        );
         return reply(201, { token_id: token.tokenId, secret: token.secret, header: token.header });
       }
       case 'POST /_sim/faults': {
-        const path = typeof body.path === 'string' ? body.path : typeof body.path_regex === 'string' ? new RegExp(body.path_regex) : undefined;
+        const path =
+          typeof body.path === 'string'
+            ? body.path
+            : typeof body.path_regex === 'string'
+              ? new RegExp(body.path_regex)
+              : undefined;
         const rule = { ...body, ...(path !== undefined ? { path } : {}) } as SimFaultRule;
-        if (!['error', 'delay', 'drop', 'drop-after', 'task-fail', 'steal-vmid'].includes(String(rule.kind))) return reply(400, { error: 'kind must be error|delay|drop|drop-after|task-fail|steal-vmid' });
+        if (!['error', 'delay', 'drop', 'drop-after', 'task-fail', 'steal-vmid'].includes(String(rule.kind)))
+          return reply(400, { error: 'kind must be error|delay|drop|drop-after|task-fail|steal-vmid' });
         return reply(201, { id: this.addFault(rule) });
       }
       case 'DELETE /_sim/faults':

@@ -83,29 +83,43 @@ const cidr = (v: string, ipv6: boolean): boolean => {
 const NAMED: Record<string, Validator> = {
   string: () => undefined,
   'pve-vmid': (v) => (/^[1-9][0-9]{2,8}$/.test(v) ? undefined : fail('value does not look like a valid VM ID')),
-  'pve-node': (v) => (/^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)$/.test(v) ? undefined : fail('value does not look like a valid node name')),
-  'pve-storage-id': (v) => (/^[a-z][a-z0-9\-_.]*[a-z0-9]$/i.test(v) ? undefined : fail(`storage ID '${v}' contains illegal characters`)),
+  'pve-node': (v) =>
+    /^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)$/.test(v)
+      ? undefined
+      : fail('value does not look like a valid node name'),
+  'pve-storage-id': (v) =>
+    /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i.test(v) ? undefined : fail(`storage ID '${v}' contains illegal characters`),
   'pve-bridge-id': (v) => (/^[-_.\w\d]+$/.test(v) ? undefined : fail(`invalid bridge ID '${v}'`)),
   'pve-configid': (v) => (/^[a-z][a-z0-9_-]+$/i.test(v) ? undefined : fail(`invalid configuration ID '${v}'`)),
-  'pve-poolid': (v) => (/^[A-Za-z0-9_][-A-Za-z0-9_/]*$/.test(v) ? undefined : fail(`pool name '${v}' contains illegal characters`)),
-  'pve-realm': (v) => (/^[A-Za-z][A-Za-z0-9.\-_]+$/.test(v) ? undefined : fail(`realm '${v}' contains illegal characters`)),
+  'pve-poolid': (v) =>
+    /^[A-Za-z0-9_][-A-Za-z0-9_/]*$/.test(v) ? undefined : fail(`pool name '${v}' contains illegal characters`),
+  'pve-realm': (v) =>
+    /^[A-Za-z][A-Za-z0-9.\-_]+$/.test(v) ? undefined : fail(`realm '${v}' contains illegal characters`),
   'pve-tag': (v) => (/^[a-z0-9_][a-z0-9_\-+.]*$/i.test(v) ? undefined : fail('invalid characters in tag')),
   urlencoded: (v) => (/^[-%a-zA-Z0-9_.!~*'()]*$/.test(v) ? undefined : fail(`invalid urlencoded string: ${v}`)),
   'dns-name': (v) => (DNS_NAME.test(v) ? undefined : fail('value does not look like a valid DNS name')),
   ipv4: (v) => (IPV4.test(v) ? undefined : fail('value does not look like a valid IPv4 address')),
   ipv6: (v) => (isIpv6(v) ? undefined : fail('value does not look like a valid IPv6 address')),
   ip: (v) => (IPV4.test(v) || isIpv6(v) ? undefined : fail('value does not look like a valid IP address')),
-  address: (v) => (IPV4.test(v) || isIpv6(v) || DNS_NAME.test(v) ? undefined : fail(`value does not look like a valid address: ${v}`)),
+  address: (v) =>
+    IPV4.test(v) || isIpv6(v) || DNS_NAME.test(v) ? undefined : fail(`value does not look like a valid address: ${v}`),
   CIDRv4: (v) => (cidr(v, false) ? undefined : fail('value does not look like a valid IPv4 CIDR network')),
   CIDRv6: (v) => (cidr(v, true) ? undefined : fail('value does not look like a valid IPv6 CIDR network')),
   CIDR: (v) => (cidr(v, false) || cidr(v, true) ? undefined : fail('value does not look like a valid CIDR network')),
   'pve-ipv4-config': (v) =>
-    /^(?:dhcp|manual)$/.test(v) || cidr(v, false) ? undefined : fail('value does not look like a valid ipv4 network configuration'),
+    /^(?:dhcp|manual)$/.test(v) || cidr(v, false)
+      ? undefined
+      : fail('value does not look like a valid ipv4 network configuration'),
   'pve-ipv6-config': (v) =>
-    /^(?:auto|dhcp|manual)$/.test(v) || cidr(v, true) ? undefined : fail('value does not look like a valid ipv6 network configuration'),
+    /^(?:auto|dhcp|manual)$/.test(v) || cidr(v, true)
+      ? undefined
+      : fail('value does not look like a valid ipv6 network configuration'),
   'mac-addr': (v) =>
-    /^[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$/i.test(v) ? undefined : fail('value does not look like a valid unicast MAC address'),
-  'disk-size': (v) => (/^(\d+(\.\d+)?)([KMGT])?$/.test(v) ? undefined : fail(`value does not look like a valid disk size: ${v}`)),
+    /^[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$/i.test(v)
+      ? undefined
+      : fail('value does not look like a valid unicast MAC address'),
+  'disk-size': (v) =>
+    /^(\d+(\.\d+)?)([KMGT])?$/.test(v) ? undefined : fail(`value does not look like a valid disk size: ${v}`),
 };
 
 /** Hash-based named formats (property strings) that the subset refers to by name. */
@@ -121,7 +135,11 @@ const NAMED_PROPERTY_STRINGS: Record<string, Record<string, PveProperty>> = {
 /** PVE::Tools::split_list. */
 function splitList(text: string): string[] {
   if (text.includes('\0')) return text.split('\0');
-  return text.replace(/[,;]/g, ' ').trim().split(/\s+/).filter((s) => s !== '');
+  return text
+    .replace(/[,;]/g, ' ')
+    .trim()
+    .split(/\s+/)
+    .filter((s) => s !== '');
 }
 
 function parseBoolean(v: string): string | undefined {
@@ -227,7 +245,13 @@ function addError(errors: Record<string, string>, at: string, message: string): 
 
 type Encoding = 'form' | 'json';
 
-function checkType(at: string, type: string, value: unknown, errors: Record<string, string>, encoding: Encoding): boolean {
+function checkType(
+  at: string,
+  type: string,
+  value: unknown,
+  errors: Record<string, string>,
+  encoding: Encoding,
+): boolean {
   if (type === 'any') return true;
   if (Array.isArray(value) || (value !== null && typeof value === 'object')) {
     if (type === 'array' && Array.isArray(value)) return true;
@@ -263,7 +287,13 @@ function checkType(at: string, type: string, value: unknown, errors: Record<stri
   return true;
 }
 
-function checkProp(value: unknown, schema: PveProperty, at: string, errors: Record<string, string>, encoding: Encoding): void {
+function checkProp(
+  value: unknown,
+  schema: PveProperty,
+  at: string,
+  errors: Record<string, string>,
+  encoding: Encoding,
+): void {
   if (value === undefined || value === null) {
     if (!schema.optional && !schema.alias) addError(errors, at, 'property is missing and it is not optional');
     return;
@@ -380,7 +410,11 @@ function checkObject(
       continue;
     }
     if (!additionalProperties) {
-      addError(errors, join(k), 'property is not defined in schema and the schema does not allow additional properties');
+      addError(
+        errors,
+        join(k),
+        'property is not defined in schema and the schema does not allow additional properties',
+      );
     }
   }
 }
@@ -425,7 +459,12 @@ export class PveSchema {
           return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
         })
         .join('/');
-      return { endpoint, regex: new RegExp(`^${source}$`), names, literals: endpoint.path.split('/').length - names.length };
+      return {
+        endpoint,
+        regex: new RegExp(`^${source}$`),
+        names,
+        literals: endpoint.path.split('/').length - names.length,
+      };
     });
   }
 
@@ -459,7 +498,14 @@ export class PveSchema {
   /** Errors per parameter, as Proxmox reports them; empty when the parameters are valid. */
   validate(endpoint: PveEndpoint, params: Record<string, unknown>, encoding: Encoding): Record<string, string> {
     const errors: Record<string, string> = {};
-    checkObject('', endpoint.parameters.properties ?? {}, params, !!endpoint.parameters.additionalProperties, errors, encoding);
+    checkObject(
+      '',
+      endpoint.parameters.properties ?? {},
+      params,
+      !!endpoint.parameters.additionalProperties,
+      errors,
+      encoding,
+    );
     return errors;
   }
 }

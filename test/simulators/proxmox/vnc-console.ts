@@ -48,7 +48,10 @@ export class SimVncConsoles {
     while (port <= LAST_PORT && taken.has(port)) port++;
     if (port > LAST_PORT) return undefined;
     const issuedAt = Date.now();
-    const ticket = `PVEVNC:${Math.floor(issuedAt / 1000).toString(16).toUpperCase().padStart(8, '0')}::${randomBytes(32).toString('base64')}`;
+    const ticket = `PVEVNC:${Math.floor(issuedAt / 1000)
+      .toString(16)
+      .toUpperCase()
+      .padStart(8, '0')}::${randomBytes(32).toString('base64')}`;
     const grant: VncGrant = { ticket, user, node, vmid, port, issuedAt, used: false, endTask, ended: false };
     grant.waitTimer = setTimeout(() => this.end(grant, 'connection timed out'), this.options.connectWaitMs);
     this.grants.set(ticket, grant);
@@ -93,7 +96,8 @@ export class SimVncConsoles {
 
   /** Websocket connections still open (of one VM, or all). */
   openConnections(vmid?: number): number {
-    return [...this.grants.values()].filter((g) => !g.ended && g.connection && (vmid === undefined || g.vmid === vmid)).length;
+    return [...this.grants.values()].filter((g) => !g.ended && g.connection && (vmid === undefined || g.vmid === vmid))
+      .length;
   }
 
   /** Tickets issued so far, newest last (tests check none leaks into errors). */
@@ -113,7 +117,8 @@ export class SimVncConsoles {
     grant.endTask(exit);
     // Ended grants are kept a while so a reused ticket is recognised as used, then dropped.
     if (this.grants.size > 500) {
-      for (const [ticket, g] of this.grants) if (g.ended && Date.now() - g.issuedAt > VALID_AFTER_MS) this.grants.delete(ticket);
+      for (const [ticket, g] of this.grants)
+        if (g.ended && Date.now() - g.issuedAt > VALID_AFTER_MS) this.grants.delete(ticket);
     }
   }
 }

@@ -27,7 +27,13 @@ export interface AuditJobInfo {
 }
 
 export interface AuditSource {
-  event: RequestEvent | BreakGlassUsed | JobEvent | OpsResourceEvent | ConsoleSessionEvent | { type: string; data: unknown; version: number };
+  event:
+    | RequestEvent
+    | BreakGlassUsed
+    | JobEvent
+    | OpsResourceEvent
+    | ConsoleSessionEvent
+    | { type: string; data: unknown; version: number };
   event_id: string;
   stream_id: string;
   occurred_at: string;
@@ -44,11 +50,35 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
   const e = source.event as RequestEvent | BreakGlassUsed | JobEvent | ConsoleSessionEvent;
   switch (e.type) {
     case 'RequestReceived':
-      return { ...base, actor: e.data.actor, action: e.data.action, target: e.data.target, project_id: e.data.project_id, result: 'received', details: { method: e.data.method, path: e.data.path, scope: e.data.scope } };
+      return {
+        ...base,
+        actor: e.data.actor,
+        action: e.data.action,
+        target: e.data.target,
+        project_id: e.data.project_id,
+        result: 'received',
+        details: { method: e.data.method, path: e.data.path, scope: e.data.scope },
+      };
     case 'RequestRefused':
-      return { ...base, actor: e.data.actor, action: e.data.action, target: {}, project_id: e.data.project_id, result: `refused:${e.data.code}`, details: { method: e.data.method, path: e.data.path, status: e.data.status } };
+      return {
+        ...base,
+        actor: e.data.actor,
+        action: e.data.action,
+        target: {},
+        project_id: e.data.project_id,
+        result: `refused:${e.data.code}`,
+        details: { method: e.data.method, path: e.data.path, status: e.data.status },
+      };
     case 'BreakGlassUsed':
-      return { ...base, actor: e.data.actor, action: 'break-glass', target: { path: e.data.path }, project_id: e.data.project_id, result: 'allowed', details: { reason: e.data.reason, method: e.data.method, ops_roles: e.data.ops_roles } };
+      return {
+        ...base,
+        actor: e.data.actor,
+        action: 'break-glass',
+        target: { path: e.data.path },
+        project_id: e.data.project_id,
+        result: 'allowed',
+        details: { reason: e.data.reason, method: e.data.method, ops_roles: e.data.ops_roles },
+      };
     case 'JobStarted':
     case 'JobSucceeded':
     case 'JobFailed': {
@@ -56,7 +86,15 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
       const result = e.type === 'JobStarted' ? 'started' : e.type === 'JobSucceeded' ? 'succeeded' : 'failed';
       const details: Record<string, unknown> = { attempt: e.data.attempt };
       if (e.type === 'JobFailed') details.error = { code: e.data.error.code, message: e.data.error.message };
-      return { ...base, actor: job.actor, action: job.type, target: { job_id: source.stream_id.slice('job-'.length), vm_id: job.resource_id }, project_id: job.project_id, result, details };
+      return {
+        ...base,
+        actor: job.actor,
+        action: job.type,
+        target: { job_id: source.stream_id.slice('job-'.length), vm_id: job.resource_id },
+        project_id: job.project_id,
+        result,
+        details,
+      };
     }
     case 'ConsoleSessionOpened':
     case 'ConsoleSessionConnected':
@@ -65,10 +103,27 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
       const { session_id, project_id, vm_id } = e.data;
       const target = { vm_id, console_session_id: session_id };
       const record = { ...base, actor: source.actor, target, project_id };
-      if (e.type === 'ConsoleSessionOpened') return { ...record, action: 'console.open', result: 'opened', details: { type: e.data.type, connect_by: e.data.connect_by } };
-      if (e.type === 'ConsoleSessionConnected') return { ...record, action: 'console.connect', result: 'connected', details: { ends_by: e.data.ends_by } };
-      if (e.type === 'ConsoleSessionRefused') return { ...record, action: 'console.connect', result: `refused:${e.data.reason}`, details: {} };
-      return { ...record, action: 'console.close', result: 'closed', details: { reason: e.data.reason, bytes_to_client: e.data.bytes_to_client, bytes_to_provider: e.data.bytes_to_provider } };
+      if (e.type === 'ConsoleSessionOpened')
+        return {
+          ...record,
+          action: 'console.open',
+          result: 'opened',
+          details: { type: e.data.type, connect_by: e.data.connect_by },
+        };
+      if (e.type === 'ConsoleSessionConnected')
+        return { ...record, action: 'console.connect', result: 'connected', details: { ends_by: e.data.ends_by } };
+      if (e.type === 'ConsoleSessionRefused')
+        return { ...record, action: 'console.connect', result: `refused:${e.data.reason}`, details: {} };
+      return {
+        ...record,
+        action: 'console.close',
+        result: 'closed',
+        details: {
+          reason: e.data.reason,
+          bytes_to_client: e.data.bytes_to_client,
+          bytes_to_provider: e.data.bytes_to_provider,
+        },
+      };
     }
     default:
       return null;

@@ -27,11 +27,25 @@ export interface MeteredVm {
  * The metering records of a VM event: outcomes only (what the provider did), never requests. Pure, so
  * a rebuild from the log yields the same records with the same ids.
  */
-export function meteringRecordsOf(event: VmEvent, eventId: string, vmId: string, vm: MeteredVm, at: string): MeteringRecord[] {
-  const record = (kind: MeteringKind, suffix = ''): MeteringRecord => ({ event_id: `${eventId}${suffix}`, kind, vm_id: vmId, ...vm, effective_at: at });
+export function meteringRecordsOf(
+  event: VmEvent,
+  eventId: string,
+  vmId: string,
+  vm: MeteredVm,
+  at: string,
+): MeteringRecord[] {
+  const record = (kind: MeteringKind, suffix = ''): MeteringRecord => ({
+    event_id: `${eventId}${suffix}`,
+    kind,
+    vm_id: vmId,
+    ...vm,
+    effective_at: at,
+  });
   switch (event.type) {
     case 'VmProvisioned':
-      return event.data.power_state === 'running' ? [record('vm.allocated'), record('vm.powered_on', ':on')] : [record('vm.allocated')];
+      return event.data.power_state === 'running'
+        ? [record('vm.allocated'), record('vm.powered_on', ':on')]
+        : [record('vm.allocated')];
     case 'VmStarted':
       return [record('vm.powered_on')];
     case 'VmStopped':

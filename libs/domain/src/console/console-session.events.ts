@@ -15,7 +15,13 @@ interface ConsoleSessionRef {
  */
 export type ConsoleSessionOpened = DomainEvent<
   'ConsoleSessionOpened',
-  ConsoleSessionRef & { type: ConsoleType; token_sha256: string; connect_by: string; max_duration_ms: number; opened_by: string }
+  ConsoleSessionRef & {
+    type: ConsoleType;
+    token_sha256: string;
+    connect_by: string;
+    max_duration_ms: number;
+    opened_by: string;
+  }
 >;
 /** The token was used, once: from here on no connection can use it again. */
 export type ConsoleSessionConnected = DomainEvent<'ConsoleSessionConnected', ConsoleSessionRef & { ends_by: string }>;
@@ -40,9 +46,16 @@ export const CONSOLE_REFUSAL_REASONS = ['token_invalid', 'token_used', 'token_ex
 export type ConsoleRefusalReason = (typeof CONSOLE_REFUSAL_REASONS)[number];
 
 /** A connection attempt was turned away before reaching the provider; the session is unchanged. */
-export type ConsoleSessionRefused = DomainEvent<'ConsoleSessionRefused', ConsoleSessionRef & { reason: ConsoleRefusalReason }>;
+export type ConsoleSessionRefused = DomainEvent<
+  'ConsoleSessionRefused',
+  ConsoleSessionRef & { reason: ConsoleRefusalReason }
+>;
 
-export type ConsoleSessionEvent = ConsoleSessionOpened | ConsoleSessionConnected | ConsoleSessionClosed | ConsoleSessionRefused;
+export type ConsoleSessionEvent =
+  | ConsoleSessionOpened
+  | ConsoleSessionConnected
+  | ConsoleSessionClosed
+  | ConsoleSessionRefused;
 export type ConsoleSessionEventType = ConsoleSessionEvent['type'];
 
 export const CONSOLE_SESSION_EVENT_VERSIONS: Record<ConsoleSessionEventType, number> = {

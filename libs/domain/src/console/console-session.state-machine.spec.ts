@@ -1,6 +1,11 @@
 import { HcpError } from '../errors';
 import { ConsoleSessionEvent } from './console-session.events';
-import { ConsoleSessionCommand, ConsoleSessionState, decideConsoleSession, evolveConsoleSession } from './console-session.state-machine';
+import {
+  ConsoleSessionCommand,
+  ConsoleSessionState,
+  decideConsoleSession,
+  evolveConsoleSession,
+} from './console-session.state-machine';
 
 const T0 = new Date('2026-12-02T10:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
@@ -29,14 +34,27 @@ function run(commands: ConsoleSessionCommand[]): { state: ConsoleSessionState | 
   return { state, last };
 }
 
-const connect = (ms: number, digest = DIGEST): ConsoleSessionCommand => ({ type: 'connect', token_sha256: digest, now: at(ms) });
-const close: ConsoleSessionCommand = { type: 'close', reason: 'client_closed', bytes_to_client: 10, bytes_to_provider: 5 };
+const connect = (ms: number, digest = DIGEST): ConsoleSessionCommand => ({
+  type: 'connect',
+  token_sha256: digest,
+  now: at(ms),
+});
+const close: ConsoleSessionCommand = {
+  type: 'close',
+  reason: 'client_closed',
+  bytes_to_client: 10,
+  bytes_to_provider: 5,
+};
 
 describe('console session', () => {
   it('opens awaiting its one connection until the connect timeout', () => {
     const { state, last } = run([open]);
     expect(last.map((e) => e.type)).toEqual(['ConsoleSessionOpened']);
-    expect(state).toMatchObject({ status: 'awaiting_connection', connect_by: at(60_000).toISOString(), token_sha256: DIGEST });
+    expect(state).toMatchObject({
+      status: 'awaiting_connection',
+      connect_by: at(60_000).toISOString(),
+      token_sha256: DIGEST,
+    });
   });
 
   it('refuses to open the same session twice', () => {
@@ -45,12 +63,22 @@ describe('console session', () => {
 
   it('connects with the right token before the timeout and ends at the maximum length from then', () => {
     const { state, last } = run([open, connect(59_000)]);
-    expect(last).toEqual([expect.objectContaining({ type: 'ConsoleSessionConnected', data: expect.objectContaining({ ends_by: at(59_000 + 3_600_000).toISOString() }) })]);
+    expect(last).toEqual([
+      expect.objectContaining({
+        type: 'ConsoleSessionConnected',
+        data: expect.objectContaining({ ends_by: at(59_000 + 3_600_000).toISOString() }),
+      }),
+    ]);
     expect(state!.status).toBe('connected');
   });
 
   it('refuses a second use of the token, connected or closed', () => {
-    expect(run([open, connect(1), connect(2)]).last).toEqual([expect.objectContaining({ type: 'ConsoleSessionRefused', data: expect.objectContaining({ reason: 'token_used' }) })]);
+    expect(run([open, connect(1), connect(2)]).last).toEqual([
+      expect.objectContaining({
+        type: 'ConsoleSessionRefused',
+        data: expect.objectContaining({ reason: 'token_used' }),
+      }),
+    ]);
     expect(run([open, connect(1), close, connect(3)]).last[0].data).toMatchObject({ reason: 'token_used' });
   });
 
@@ -73,7 +101,10 @@ describe('console session', () => {
   });
 
   it('can be closed before it connected (the VM stopped while the token waited)', () => {
-    expect(run([open, { ...close, reason: 'vm_not_running' }]).state).toMatchObject({ status: 'closed', close_reason: 'vm_not_running' });
+    expect(run([open, { ...close, reason: 'vm_not_running' }]).state).toMatchObject({
+      status: 'closed',
+      close_reason: 'vm_not_running',
+    });
   });
 
   it('knows no session that was never opened', () => {

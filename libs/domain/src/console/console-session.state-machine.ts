@@ -1,10 +1,6 @@
 import { HcpError, notFound } from '../errors';
 import type { ConsoleType } from '../ops/capabilities';
-import {
-  ConsoleCloseReason,
-  ConsoleSessionEvent,
-  consoleSessionEvent,
-} from './console-session.events';
+import { ConsoleCloseReason, ConsoleSessionEvent, consoleSessionEvent } from './console-session.events';
 
 /**
  * A console session: opened by a tenant for a running VM, connected at most once with its token before
@@ -30,7 +26,11 @@ export interface ConsoleSessionState {
   updated_at: string;
 }
 
-export function evolveConsoleSession(state: ConsoleSessionState | null, event: ConsoleSessionEvent, at: string): ConsoleSessionState | null {
+export function evolveConsoleSession(
+  state: ConsoleSessionState | null,
+  event: ConsoleSessionEvent,
+  at: string,
+): ConsoleSessionState | null {
   switch (event.type) {
     case 'ConsoleSessionOpened': {
       const d = event.data;
@@ -76,7 +76,10 @@ export type ConsoleSessionCommand =
   | { type: 'connect'; token_sha256: string; now: Date }
   | { type: 'close'; reason: ConsoleCloseReason; bytes_to_client: number; bytes_to_provider: number };
 
-export function decideConsoleSession(state: ConsoleSessionState | null, command: ConsoleSessionCommand): ConsoleSessionEvent[] {
+export function decideConsoleSession(
+  state: ConsoleSessionState | null,
+  command: ConsoleSessionCommand,
+): ConsoleSessionEvent[] {
   if (command.type === 'open') {
     if (state) throw new HcpError('CONFLICT', 'the console session exists already');
     return [
@@ -97,9 +100,12 @@ export function decideConsoleSession(state: ConsoleSessionState | null, command:
   switch (command.type) {
     case 'connect': {
       // The order matters: a wrong token learns nothing about the session's state.
-      if (!sameDigest(state.token_sha256, command.token_sha256)) return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_invalid' })];
-      if (state.status !== 'awaiting_connection') return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_used' })];
-      if (command.now.getTime() > Date.parse(state.connect_by)) return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_expired' })];
+      if (!sameDigest(state.token_sha256, command.token_sha256))
+        return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_invalid' })];
+      if (state.status !== 'awaiting_connection')
+        return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_used' })];
+      if (command.now.getTime() > Date.parse(state.connect_by))
+        return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_expired' })];
       const ends_by = new Date(command.now.getTime() + state.max_duration_ms).toISOString();
       return [consoleSessionEvent('ConsoleSessionConnected', { ...ref, ends_by })];
     }

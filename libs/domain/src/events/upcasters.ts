@@ -27,7 +27,8 @@ export class UpcasterRegistry {
   upcast(event: DomainEvent): DomainEvent {
     const target = this.currentVersions[event.type];
     if (target === undefined) throw new Error(`unknown event type ${event.type}`);
-    if (event.version > target) throw new Error(`${event.type} v${event.version} is newer than this release (v${target})`);
+    if (event.version > target)
+      throw new Error(`${event.type} v${event.version} is newer than this release (v${target})`);
     let version = event.version;
     let data = event.data as Record<string, unknown>;
     while (version < target) {

@@ -6,7 +6,11 @@ import { JobQueued, JobType, jobEvent } from './job.events';
  * derive the same JobQueued from the same request, so whichever appends it first wins and the other's
  * append is a harmless no-op.
  */
-export function jobQueuedFor(request: VmRequestEvent, vmId: string, ctx: { trace_id: string; actor: string }): JobQueued {
+export function jobQueuedFor(
+  request: VmRequestEvent,
+  vmId: string,
+  ctx: { trace_id: string; actor: string },
+): JobQueued {
   const type = `vm.${OPERATION_OF_REQUEST[request.type]}` as JobType;
   const params: Record<string, unknown> = 'force' in request.data ? { force: request.data.force } : {};
   return jobEvent<JobQueued>('JobQueued', {

@@ -19,7 +19,10 @@ export type JobQueued = DomainEvent<
 >;
 export type JobStarted = DomainEvent<'JobStarted', { attempt: number; worker: string }>;
 /** One attempt failed (error, or its lease expired); the job waits for `retry_at` and runs again. */
-export type JobAttemptFailed = DomainEvent<'JobAttemptFailed', { attempt: number; error: HcpErrorShape; retry_at: string }>;
+export type JobAttemptFailed = DomainEvent<
+  'JobAttemptFailed',
+  { attempt: number; error: HcpErrorShape; retry_at: string }
+>;
 export type JobSucceeded = DomainEvent<'JobSucceeded', { attempt: number }>;
 export type JobFailed = DomainEvent<'JobFailed', { attempt: number; error: HcpErrorShape }>;
 

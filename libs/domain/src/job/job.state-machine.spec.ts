@@ -11,7 +11,11 @@ function apply(state: JobState | null, events: JobEvent[]): JobState | null {
   return events.reduce<JobState | null>((s, e) => evolveJob(s, e, AT), state);
 }
 
-const request: VmRequestEvent = { type: 'VmStopRequested', version: 1, data: { job_id: 'j1', project_id: 'p1', force: true } };
+const request: VmRequestEvent = {
+  type: 'VmStopRequested',
+  version: 1,
+  data: { job_id: 'j1', project_id: 'p1', force: true },
+};
 const queued = () => apply(null, [jobQueuedFor(request, 'vm-1', { trace_id: 't', actor: 'alice' })])!;
 
 function expectConflict(fn: () => unknown) {
@@ -25,7 +29,14 @@ function expectConflict(fn: () => unknown) {
 
 describe('job state machine', () => {
   it('derives the queued job from the VM request it serves', () => {
-    expect(queued()).toMatchObject({ id: 'j1', type: 'vm.stop', status: 'queued', attempts: 0, params: { force: true }, resource_id: 'vm-1' });
+    expect(queued()).toMatchObject({
+      id: 'j1',
+      type: 'vm.stop',
+      status: 'queued',
+      attempts: 0,
+      params: { force: true },
+      resource_id: 'vm-1',
+    });
   });
 
   it('runs, fails an attempt, runs again and succeeds, counting attempts', () => {

@@ -25,7 +25,13 @@ export function evolveJob(state: JobState | null, event: JobEvent, at: string): 
   if (!state) return null;
   switch (event.type) {
     case 'JobStarted':
-      return { ...state, status: 'running', attempts: event.data.attempt, started_at: state.started_at ?? at, retry_at: null };
+      return {
+        ...state,
+        status: 'running',
+        attempts: event.data.attempt,
+        started_at: state.started_at ?? at,
+        retry_at: null,
+      };
     case 'JobAttemptFailed':
       return { ...state, status: 'queued', error: event.data.error, retry_at: event.data.retry_at };
     case 'JobSucceeded':
@@ -78,7 +84,9 @@ export function decideJob(state: JobState | null, command: JobCommand): JobEvent
       return [jobEvent('JobSucceeded', { attempt: state.attempts })];
     case 'fail_attempt':
       requireRunning(state, 'fail an attempt of');
-      return [jobEvent('JobAttemptFailed', { attempt: state.attempts, error: command.error, retry_at: command.retry_at })];
+      return [
+        jobEvent('JobAttemptFailed', { attempt: state.attempts, error: command.error, retry_at: command.retry_at }),
+      ];
     case 'fail':
       // A queued job may fail too: its lease expired more often than the retry limit allows.
       return [jobEvent('JobFailed', { attempt: state.attempts, error: command.error })];
@@ -86,5 +94,6 @@ export function decideJob(state: JobState | null, command: JobCommand): JobEvent
 }
 
 function requireRunning(state: JobState, verb: string): void {
-  if (state.status !== 'running') throw conflict(`cannot ${verb} a job that is ${state.status}`, { status: state.status });
+  if (state.status !== 'running')
+    throw conflict(`cannot ${verb} a job that is ${state.status}`, { status: state.status });
 }

@@ -17,7 +17,14 @@ export interface Capabilities {
 }
 
 export type BooleanCapability = Exclude<keyof Capabilities, 'console_types'>;
-const BOOLEAN_CAPABILITIES: BooleanCapability[] = ['reboot', 'graceful_stop', 'snapshots', 'resize', 'guest_agent_addresses', 'provider_tags'];
+const BOOLEAN_CAPABILITIES: BooleanCapability[] = [
+  'reboot',
+  'graceful_stop',
+  'snapshots',
+  'resize',
+  'guest_agent_addresses',
+  'provider_tags',
+];
 
 export const NO_CAPABILITIES: Capabilities = {
   console_types: [],
@@ -55,9 +62,13 @@ export function unionCapabilities(all: Capabilities[]): Capabilities {
 }
 
 /** Names of required capabilities `offered` lacks (`console:<type>` for a console type). */
-export function missingCapabilities(offered: Capabilities, required: { flags?: BooleanCapability[]; console?: ConsoleType }): string[] {
+export function missingCapabilities(
+  offered: Capabilities,
+  required: { flags?: BooleanCapability[]; console?: ConsoleType },
+): string[] {
   const missing: string[] = (required.flags ?? []).filter((f) => !offered[f]);
-  if (required.console && !offered.console_types.includes(required.console)) missing.push(`console:${required.console}`);
+  if (required.console && !offered.console_types.includes(required.console))
+    missing.push(`console:${required.console}`);
   return missing;
 }
 

@@ -66,10 +66,19 @@ export interface OpsSpecs {
 }
 
 type Pascal<K extends OpsKind> = Capitalize<K>;
-export type OpsResourceRegistered<K extends OpsKind = OpsKind> = DomainEvent<`${Pascal<K>}Registered`, { id: string; spec: OpsSpecs[K] }>;
-export type OpsResourceUpdated<K extends OpsKind = OpsKind> = DomainEvent<`${Pascal<K>}Updated`, { id: string; spec: OpsSpecs[K] }>;
+export type OpsResourceRegistered<K extends OpsKind = OpsKind> = DomainEvent<
+  `${Pascal<K>}Registered`,
+  { id: string; spec: OpsSpecs[K] }
+>;
+export type OpsResourceUpdated<K extends OpsKind = OpsKind> = DomainEvent<
+  `${Pascal<K>}Updated`,
+  { id: string; spec: OpsSpecs[K] }
+>;
 export type OpsResourceDeleted<K extends OpsKind = OpsKind> = DomainEvent<`${Pascal<K>}Deleted`, { id: string }>;
-export type OpsResourceEvent<K extends OpsKind = OpsKind> = OpsResourceRegistered<K> | OpsResourceUpdated<K> | OpsResourceDeleted<K>;
+export type OpsResourceEvent<K extends OpsKind = OpsKind> =
+  | OpsResourceRegistered<K>
+  | OpsResourceUpdated<K>
+  | OpsResourceDeleted<K>;
 
 export const OPS_EVENT_VERSIONS: Record<string, number> = Object.fromEntries(
   OPS_KINDS.flatMap((kind) => ['Registered', 'Updated', 'Deleted'].map((fact) => [`${pascal(kind)}${fact}`, 1])),
@@ -95,23 +104,41 @@ export function opsKindOf(streamId: string): OpsKind | null {
 export function evolveOpsResource<K extends OpsKind>(kind: K) {
   return (state: OpsResourceState<K> | null, event: OpsResourceEvent<K>, at: string): OpsResourceState<K> | null => {
     const fact = event.type.slice(pascal(kind).length);
-    if (fact === 'Registered') return { kind, id: event.data.id, spec: (event as OpsResourceRegistered<K>).data.spec, deleted: false, created_at: at, updated_at: at };
+    if (fact === 'Registered')
+      return {
+        kind,
+        id: event.data.id,
+        spec: (event as OpsResourceRegistered<K>).data.spec,
+        deleted: false,
+        created_at: at,
+        updated_at: at,
+      };
     if (!state) return null;
     if (fact === 'Updated') return { ...state, spec: (event as OpsResourceUpdated<K>).data.spec, updated_at: at };
     return { ...state, deleted: true, updated_at: at };
   };
 }
 
-export type OpsCommand<K extends OpsKind> = { type: 'register'; id: string; spec: OpsSpecs[K] } | { type: 'update'; spec: OpsSpecs[K] } | { type: 'delete' };
+export type OpsCommand<K extends OpsKind> =
+  | { type: 'register'; id: string; spec: OpsSpecs[K] }
+  | { type: 'update'; spec: OpsSpecs[K] }
+  | { type: 'delete' };
 
-export function decideOpsResource<K extends OpsKind>(kind: K, state: OpsResourceState<K> | null, command: OpsCommand<K>): OpsResourceEvent<K>[] {
+export function decideOpsResource<K extends OpsKind>(
+  kind: K,
+  state: OpsResourceState<K> | null,
+  command: OpsCommand<K>,
+): OpsResourceEvent<K>[] {
   const type = (fact: string) => `${pascal(kind)}${fact}` as never;
   if (command.type === 'register') {
     if (state) throw conflict(`${kind} ${command.id} already exists`);
-    return [{ type: type('Registered'), version: 1, data: { id: command.id, spec: command.spec } } as OpsResourceEvent<K>];
+    return [
+      { type: type('Registered'), version: 1, data: { id: command.id, spec: command.spec } } as OpsResourceEvent<K>,
+    ];
   }
   if (!state || state.deleted) throw notFound(kind);
-  if (command.type === 'update') return [{ type: type('Updated'), version: 1, data: { id: state.id, spec: command.spec } } as OpsResourceEvent<K>];
+  if (command.type === 'update')
+    return [{ type: type('Updated'), version: 1, data: { id: state.id, spec: command.spec } } as OpsResourceEvent<K>];
   return [{ type: type('Deleted'), version: 1, data: { id: state.id } } as OpsResourceEvent<K>];
 }
 

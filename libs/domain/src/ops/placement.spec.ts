@@ -32,7 +32,11 @@ describe('placement', () => {
   const idle = cluster('b');
 
   it('spreads onto the cluster with the most free memory', () => {
-    expect(place('spread', [busy, idle], { zone: 'z', resources: small })).toEqual({ cluster_id: 'b', provider_id: 'p-b', image_ref: 'tmpl-b' });
+    expect(place('spread', [busy, idle], { zone: 'z', resources: small })).toEqual({
+      cluster_id: 'b',
+      provider_id: 'p-b',
+      image_ref: 'tmpl-b',
+    });
   });
 
   it('packs onto the fullest cluster that still fits', () => {
@@ -41,21 +45,40 @@ describe('placement', () => {
 
   it('skips disabled clusters, clusters without the image and full clusters', () => {
     const full = cluster('c', { used: { vcpus: 16, ram_mb: 0, disk_gb: 0 } });
-    expect(place('pack', [cluster('a', { enabled: false }), cluster('b', { image_ref: undefined }), full, cluster('d')], { zone: 'z', resources: small }).cluster_id).toBe('d');
+    expect(
+      place('pack', [cluster('a', { enabled: false }), cluster('b', { image_ref: undefined }), full, cluster('d')], {
+        zone: 'z',
+        resources: small,
+      }).cluster_id,
+    ).toBe('d');
   });
 
   it('treats a cluster without capacity figures as unlimited', () => {
-    expect(place('spread', [busy, cluster('x', { capacity: null })], { zone: 'z', resources: small }).cluster_id).toBe('x');
+    expect(place('spread', [busy, cluster('x', { capacity: null })], { zone: 'z', resources: small }).cluster_id).toBe(
+      'x',
+    );
   });
 
   it('names the missing capability when no cluster offers it', () => {
-    const err = errorOf(() => place('spread', [busy, idle], { zone: 'z', resources: small, requires: { flags: ['snapshots'], console: 'spice' } }));
+    const err = errorOf(() =>
+      place('spread', [busy, idle], {
+        zone: 'z',
+        resources: small,
+        requires: { flags: ['snapshots'], console: 'spice' },
+      }),
+    );
     expect(err.code).toBe('FEATURE_NOT_SUPPORTED');
     expect(err.details).toEqual({ missing: ['snapshots', 'console:spice'], zone: 'z' });
   });
 
   it('fails at once with the reasons when no cluster can take the VM', () => {
-    const err = errorOf(() => place('spread', [cluster('a', { enabled: false }), cluster('b', { capacity: { vcpus: 0, ram_mb: 0, disk_gb: 0 } })], { zone: 'z', resources: small }));
+    const err = errorOf(() =>
+      place(
+        'spread',
+        [cluster('a', { enabled: false }), cluster('b', { capacity: { vcpus: 0, ram_mb: 0, disk_gb: 0 } })],
+        { zone: 'z', resources: small },
+      ),
+    );
     expect(err.code).toBe('PROVIDER_UNAVAILABLE');
     expect(err.retryable).toBe(false);
     expect(err.details).toEqual({ zone: 'z', reasons: { disabled: 1, no_free_capacity: 1 } });

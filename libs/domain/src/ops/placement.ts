@@ -51,20 +51,37 @@ export function place(policy: PlacementPolicy, candidates: PlacementCandidate[],
       rejections.set(reason, (rejections.get(reason) ?? 0) + 1);
       continue;
     }
-    eligible.push({ candidate: c, freeRamAfter: c.capacity ? c.capacity.ram_mb - c.used.ram_mb - request.resources.ram_mb : Number.MAX_SAFE_INTEGER });
+    eligible.push({
+      candidate: c,
+      freeRamAfter: c.capacity ? c.capacity.ram_mb - c.used.ram_mb - request.resources.ram_mb : Number.MAX_SAFE_INTEGER,
+    });
   }
   if (eligible.length === 0) {
     if (missing.size > 0 && rejections.size === 1) {
-      throw new HcpError('FEATURE_NOT_SUPPORTED', `zone ${request.zone} does not offer ${[...missing].join(', ')}`, { missing: [...missing], zone: request.zone });
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `zone ${request.zone} does not offer ${[...missing].join(', ')}`, {
+        missing: [...missing],
+        zone: request.zone,
+      });
     }
     // Not retryable at once, but not the caller's fault either: the zone has nowhere to put it now.
-    throw new HcpError('PROVIDER_UNAVAILABLE', `zone ${request.zone} has no cluster that can take this VM`, {
-      zone: request.zone,
-      reasons: Object.fromEntries(rejections),
-    }, false);
+    throw new HcpError(
+      'PROVIDER_UNAVAILABLE',
+      `zone ${request.zone} has no cluster that can take this VM`,
+      {
+        zone: request.zone,
+        reasons: Object.fromEntries(rejections),
+      },
+      false,
+    );
   }
-  const pick = eligible.reduce((best, e) => (policy === 'spread' ? e.freeRamAfter > best.freeRamAfter : e.freeRamAfter < best.freeRamAfter) ? e : best);
-  return { cluster_id: pick.candidate.cluster_id, provider_id: pick.candidate.provider_id, image_ref: pick.candidate.image_ref! };
+  const pick = eligible.reduce((best, e) =>
+    (policy === 'spread' ? e.freeRamAfter > best.freeRamAfter : e.freeRamAfter < best.freeRamAfter) ? e : best,
+  );
+  return {
+    cluster_id: pick.candidate.cluster_id,
+    provider_id: pick.candidate.provider_id,
+    image_ref: pick.candidate.image_ref!,
+  };
 }
 
 function rejectionOf(c: PlacementCandidate, request: PlacementRequest, missing: Set<string>): Rejection | null {
@@ -77,7 +94,11 @@ function rejectionOf(c: PlacementCandidate, request: PlacementRequest, missing: 
   }
   if (c.capacity) {
     const r = request.resources;
-    if (c.used.vcpus + r.vcpus > c.capacity.vcpus || c.used.ram_mb + r.ram_mb > c.capacity.ram_mb || c.used.disk_gb + r.disk_gb > c.capacity.disk_gb) {
+    if (
+      c.used.vcpus + r.vcpus > c.capacity.vcpus ||
+      c.used.ram_mb + r.ram_mb > c.capacity.ram_mb ||
+      c.used.disk_gb + r.disk_gb > c.capacity.disk_gb
+    ) {
       return 'no_free_capacity';
     }
   }

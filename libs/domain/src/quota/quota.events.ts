@@ -18,13 +18,18 @@ export interface QuotaResources {
 /** What a project holds right now: the sum of its reservations, with one instance per VM. */
 export type QuotaUsage = QuotaLimits;
 
-export const QUOTA_RESOURCES = ['instances', 'vcpus', 'ram_mb', 'disk_gb'] as const satisfies ReadonlyArray<keyof QuotaLimits>;
+export const QUOTA_RESOURCES = ['instances', 'vcpus', 'ram_mb', 'disk_gb'] as const satisfies ReadonlyArray<
+  keyof QuotaLimits
+>;
 export type QuotaResource = (typeof QUOTA_RESOURCES)[number];
 
 /** Ops set (or changed) a project's limits. Limits below current usage are allowed: only new reservations are refused. */
 export type QuotaLimitsSet = DomainEvent<'QuotaLimitsSet', { project_id: string; limits: QuotaLimits }>;
 /** A VM of the project now holds `resources` (and one instance) against the quota. */
-export type QuotaReserved = DomainEvent<'QuotaReserved', { project_id: string; vm_id: string; resources: QuotaResources }>;
+export type QuotaReserved = DomainEvent<
+  'QuotaReserved',
+  { project_id: string; vm_id: string; resources: QuotaResources }
+>;
 /** The VM's reservation was given back (the VM was deleted, or its creation failed). */
 export type QuotaReleased = DomainEvent<'QuotaReleased', { project_id: string; vm_id: string }>;
 

@@ -1,7 +1,23 @@
 import fc from 'fast-check';
 import { HcpError, HTTP_STATUS_OF } from '../errors';
-import { QUOTA_EVENT_VERSIONS, QUOTA_RESOURCES, QuotaEvent, QuotaLimits, QuotaResources, quotaStreamId } from './quota.events';
-import { decideQuota, evolveQuota, evolveQuotaAll, foldQuota, QuotaCommand, QuotaState, quotaUsageOf, ZERO_QUOTA_USAGE } from './quota.state-machine';
+import {
+  QUOTA_EVENT_VERSIONS,
+  QUOTA_RESOURCES,
+  QuotaEvent,
+  QuotaLimits,
+  QuotaResources,
+  quotaStreamId,
+} from './quota.events';
+import {
+  decideQuota,
+  evolveQuota,
+  evolveQuotaAll,
+  foldQuota,
+  QuotaCommand,
+  QuotaState,
+  quotaUsageOf,
+  ZERO_QUOTA_USAGE,
+} from './quota.state-machine';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const P = 'p1';
@@ -18,7 +34,12 @@ function run(state: QuotaState | null, command: QuotaCommand): QuotaState | null
 }
 
 const setLimits = (limits: QuotaLimits): QuotaCommand => ({ type: 'set_limits', project_id: P, limits });
-const reserve = (vm_id: string, resources: QuotaResources = SMALL): QuotaCommand => ({ type: 'reserve', project_id: P, vm_id, resources });
+const reserve = (vm_id: string, resources: QuotaResources = SMALL): QuotaCommand => ({
+  type: 'reserve',
+  project_id: P,
+  vm_id,
+  resources,
+});
 const release = (vm_id: string): QuotaCommand => ({ type: 'release', project_id: P, vm_id });
 
 function withLimits(limits: QuotaLimits = LIMITS): QuotaState {
@@ -37,7 +58,11 @@ function caught(fn: () => unknown): HcpError {
 
 describe('quota events', () => {
   it('are versioned and live in one stream per project', () => {
-    const events = [...decideQuota(null, setLimits(LIMITS)), ...decideQuota(null, reserve('a')), ...decideQuota(run(null, reserve('a')), release('a'))];
+    const events = [
+      ...decideQuota(null, setLimits(LIMITS)),
+      ...decideQuota(null, reserve('a')),
+      ...decideQuota(run(null, reserve('a')), release('a')),
+    ];
     expect(events.map((e) => e.type).sort()).toEqual(Object.keys(QUOTA_EVENT_VERSIONS).sort());
     for (const e of events) expect(e.version).toBe(QUOTA_EVENT_VERSIONS[e.type]);
     expect(quotaStreamId('p1')).toBe('quota-p1');
@@ -65,7 +90,12 @@ describe('quota state machine: set_limits', () => {
   });
 
   it('accepts zero limits', () => {
-    expect(withLimits({ instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 }).limits).toEqual({ instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 });
+    expect(withLimits({ instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 }).limits).toEqual({
+      instances: 0,
+      vcpus: 0,
+      ram_mb: 0,
+      disk_gb: 0,
+    });
   });
 
   for (const field of QUOTA_RESOURCES) {
@@ -85,7 +115,12 @@ describe('quota state machine: set_limits', () => {
     expect(state.usage.instances).toBe(2);
     expect(state.reservations).toHaveProperty('a');
     expect(state.reservations).toHaveProperty('b');
-    expect(caught(() => decideQuota(state, reserve('c'))).details).toEqual({ resource: 'instances', limit: 1, used: 2, requested: 1 });
+    expect(caught(() => decideQuota(state, reserve('c'))).details).toEqual({
+      resource: 'instances',
+      limit: 1,
+      used: 2,
+      requested: 1,
+    });
     // releasing still works, and capacity comes back once usage is under the new limit
     state = run(run(state, release('a')), release('b'))!;
     expect(decideQuota(state, reserve('c'))).toHaveLength(1);
@@ -101,7 +136,13 @@ describe('quota state machine: reserve', () => {
 
   it('adds the reservation and its usage', () => {
     const events = decideQuota(withLimits(), reserve('a', { vcpus: 2, ram_mb: 1024, disk_gb: 20 }));
-    expect(events).toEqual([{ type: 'QuotaReserved', version: 1, data: { project_id: P, vm_id: 'a', resources: { vcpus: 2, ram_mb: 1024, disk_gb: 20 } } }]);
+    expect(events).toEqual([
+      {
+        type: 'QuotaReserved',
+        version: 1,
+        data: { project_id: P, vm_id: 'a', resources: { vcpus: 2, ram_mb: 1024, disk_gb: 20 } },
+      },
+    ]);
     const state = apply(withLimits(), events)!;
     expect(state.reservations).toEqual({ a: { vcpus: 2, ram_mb: 1024, disk_gb: 20 } });
     expect(state.usage).toEqual({ instances: 1, vcpus: 2, ram_mb: 1024, disk_gb: 20 });
@@ -126,10 +167,22 @@ describe('quota state machine: reserve', () => {
   });
 
   const roomy: QuotaLimits = { instances: 100, vcpus: 100, ram_mb: 100000, disk_gb: 1000 };
-  const cases: Array<{ resource: keyof QuotaLimits; limits: QuotaLimits; ask: QuotaResources; used: number; requested: number }> = [
+  const cases: Array<{
+    resource: keyof QuotaLimits;
+    limits: QuotaLimits;
+    ask: QuotaResources;
+    used: number;
+    requested: number;
+  }> = [
     { resource: 'instances', limits: { ...roomy, instances: 1 }, ask: SMALL, used: 1, requested: 1 },
     { resource: 'vcpus', limits: { ...roomy, vcpus: 2 }, ask: { ...SMALL, vcpus: 2 }, used: 1, requested: 2 },
-    { resource: 'ram_mb', limits: { ...roomy, ram_mb: 1000 }, ask: { ...SMALL, ram_mb: 600 }, used: 512, requested: 600 },
+    {
+      resource: 'ram_mb',
+      limits: { ...roomy, ram_mb: 1000 },
+      ask: { ...SMALL, ram_mb: 600 },
+      used: 512,
+      requested: 600,
+    },
     { resource: 'disk_gb', limits: { ...roomy, disk_gb: 15 }, ask: { ...SMALL, disk_gb: 6 }, used: 10, requested: 6 },
   ];
   for (const c of cases) {
@@ -137,7 +190,12 @@ describe('quota state machine: reserve', () => {
       const state = run(withLimits(c.limits), reserve('first'))!;
       const err = caught(() => decideQuota(state, reserve('second', c.ask)));
       expect(err.code).toBe('QUOTA_EXCEEDED');
-      expect(err.details).toEqual({ resource: c.resource, limit: c.limits[c.resource], used: c.used, requested: c.requested });
+      expect(err.details).toEqual({
+        resource: c.resource,
+        limit: c.limits[c.resource],
+        used: c.used,
+        requested: c.requested,
+      });
       expect(err.message).toContain(c.resource);
     });
   }
@@ -152,8 +210,18 @@ describe('quota state machine: reserve', () => {
   });
 
   it('refuses everything when a limit is zero', () => {
-    expect(caught(() => decideQuota(withLimits({ ...LIMITS, instances: 0 }), reserve('a'))).details).toEqual({ resource: 'instances', limit: 0, used: 0, requested: 1 });
-    expect(caught(() => decideQuota(withLimits({ ...LIMITS, disk_gb: 0 }), reserve('a'))).details).toEqual({ resource: 'disk_gb', limit: 0, used: 0, requested: 10 });
+    expect(caught(() => decideQuota(withLimits({ ...LIMITS, instances: 0 }), reserve('a'))).details).toEqual({
+      resource: 'instances',
+      limit: 0,
+      used: 0,
+      requested: 1,
+    });
+    expect(caught(() => decideQuota(withLimits({ ...LIMITS, disk_gb: 0 }), reserve('a'))).details).toEqual({
+      resource: 'disk_gb',
+      limit: 0,
+      used: 0,
+      requested: 10,
+    });
   });
 
   it('does not refuse a resource that is not asked for, even above a lowered limit', () => {
@@ -170,7 +238,7 @@ describe('quota state machine: reserve', () => {
     });
   }
 
-  it('never decides one project from another project\'s state', () => {
+  it("never decides one project from another project's state", () => {
     const other = run(null, { type: 'set_limits', project_id: 'p2', limits: LIMITS });
     expect(caught(() => decideQuota(other, reserve('a'))).code).toBe('INTERNAL_ERROR');
   });
@@ -209,7 +277,11 @@ describe('quota state machine: release', () => {
 
 describe('quota evolve', () => {
   it('ignores a replayed reservation and a release of what is not held', () => {
-    const reserved: QuotaEvent = { type: 'QuotaReserved', version: 1, data: { project_id: P, vm_id: 'a', resources: SMALL } };
+    const reserved: QuotaEvent = {
+      type: 'QuotaReserved',
+      version: 1,
+      data: { project_id: P, vm_id: 'a', resources: SMALL },
+    };
     const released: QuotaEvent = { type: 'QuotaReleased', version: 1, data: { project_id: P, vm_id: 'a' } };
     const twice = apply(null, [reserved, reserved])!;
     expect(twice.usage.instances).toBe(1);
@@ -228,20 +300,36 @@ describe('quota evolve', () => {
   });
 
   it('records when it last changed', () => {
-    const state = evolveQuota(null, { type: 'QuotaLimitsSet', version: 1, data: { project_id: P, limits: LIMITS } }, '2026-02-02T00:00:00.000Z');
+    const state = evolveQuota(
+      null,
+      { type: 'QuotaLimitsSet', version: 1, data: { project_id: P, limits: LIMITS } },
+      '2026-02-02T00:00:00.000Z',
+    );
     expect(state.updated_at).toBe('2026-02-02T00:00:00.000Z');
   });
 
   it('folds a stream, and an empty stream to nothing', () => {
-    const events = [...decideQuota(null, setLimits(LIMITS)), ...decideQuota(null, reserve('a'))].map((event) => ({ event, at: AT }));
+    const events = [...decideQuota(null, setLimits(LIMITS)), ...decideQuota(null, reserve('a'))].map((event) => ({
+      event,
+      at: AT,
+    }));
     expect(foldQuota(events)!.usage.instances).toBe(1);
     expect(foldQuota([])).toBeNull();
   });
 });
 
 describe('quota properties', () => {
-  const resources = fc.record({ vcpus: fc.integer({ min: 0, max: 8 }), ram_mb: fc.integer({ min: 0, max: 4096 }), disk_gb: fc.integer({ min: 0, max: 100 }) });
-  const limits = fc.record({ instances: fc.integer({ min: 0, max: 6 }), vcpus: fc.integer({ min: 0, max: 30 }), ram_mb: fc.integer({ min: 0, max: 16384 }), disk_gb: fc.integer({ min: 0, max: 400 }) });
+  const resources = fc.record({
+    vcpus: fc.integer({ min: 0, max: 8 }),
+    ram_mb: fc.integer({ min: 0, max: 4096 }),
+    disk_gb: fc.integer({ min: 0, max: 100 }),
+  });
+  const limits = fc.record({
+    instances: fc.integer({ min: 0, max: 6 }),
+    vcpus: fc.integer({ min: 0, max: 30 }),
+    ram_mb: fc.integer({ min: 0, max: 16384 }),
+    disk_gb: fc.integer({ min: 0, max: 400 }),
+  });
   const vmId = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h');
   const command: fc.Arbitrary<QuotaCommand> = fc.oneof(
     limits.map((l) => setLimits(l)),
@@ -262,7 +350,12 @@ describe('quota properties', () => {
             // The only refusal is QUOTA_EXCEEDED, and only for a new reservation that really goes over.
             expect((err as HcpError).code).toBe('QUOTA_EXCEEDED');
             expect(c.type).toBe('reserve');
-            const { resource, limit, used, requested } = (err as HcpError).details as { resource: keyof QuotaLimits; limit: number; used: number; requested: number };
+            const { resource, limit, used, requested } = (err as HcpError).details as {
+              resource: keyof QuotaLimits;
+              limit: number;
+              used: number;
+              requested: number;
+            };
             expect(state!.limits![resource]).toBe(limit);
             expect(state!.usage[resource]).toBe(used);
             expect(used + requested).toBeGreaterThan(limit);
@@ -308,11 +401,22 @@ describe('quota properties', () => {
   it('evolves many events at once exactly as one by one, and changes neither the state nor the events', () => {
     const event: fc.Arbitrary<QuotaEvent> = fc.oneof(
       limits.map((l): QuotaEvent => ({ type: 'QuotaLimitsSet', version: 1, data: { project_id: P, limits: l } })),
-      fc.tuple(fc.oneof(vmId, fc.constant('__proto__')), resources).map(([id, r]): QuotaEvent => ({ type: 'QuotaReserved', version: 1, data: { project_id: P, vm_id: id, resources: r } })),
-      fc.oneof(vmId, fc.constant('__proto__')).map((id): QuotaEvent => ({ type: 'QuotaReleased', version: 1, data: { project_id: P, vm_id: id } })),
+      fc.tuple(fc.oneof(vmId, fc.constant('__proto__')), resources).map(
+        ([id, r]): QuotaEvent => ({
+          type: 'QuotaReserved',
+          version: 1,
+          data: { project_id: P, vm_id: id, resources: r },
+        }),
+      ),
+      fc
+        .oneof(vmId, fc.constant('__proto__'))
+        .map((id): QuotaEvent => ({ type: 'QuotaReleased', version: 1, data: { project_id: P, vm_id: id } })),
     );
-    const timed = fc.array(fc.tuple(event, fc.integer({ min: 0, max: 1e6 })), { maxLength: 40 }).map((list) => list.map(([e, t]) => ({ event: e, at: new Date(Date.UTC(2026, 0, 1) + t * 1000).toISOString() })));
-    const oneByOne = (state: QuotaState | null, events: Array<{ event: QuotaEvent; at: string }>) => events.reduce<QuotaState | null>((s, { event, at }) => evolveQuota(s, event, at), state);
+    const timed = fc
+      .array(fc.tuple(event, fc.integer({ min: 0, max: 1e6 })), { maxLength: 40 })
+      .map((list) => list.map(([e, t]) => ({ event: e, at: new Date(Date.UTC(2026, 0, 1) + t * 1000).toISOString() })));
+    const oneByOne = (state: QuotaState | null, events: Array<{ event: QuotaEvent; at: string }>) =>
+      events.reduce<QuotaState | null>((s, { event, at }) => evolveQuota(s, event, at), state);
     const deepFreeze = <T>(value: T): T => {
       if (value && typeof value === 'object') Object.values(Object.freeze(value)).forEach(deepFreeze);
       return value;

@@ -28,7 +28,12 @@ export const ZERO_QUOTA_USAGE: Readonly<QuotaUsage> = Object.freeze({ instances:
 /** The usage a set of reservations adds up to (one instance per VM). */
 export function quotaUsageOf(reservations: Readonly<Record<string, QuotaResources>>): QuotaUsage {
   return Object.values(reservations).reduce<QuotaUsage>(
-    (sum, r) => ({ instances: sum.instances + 1, vcpus: sum.vcpus + r.vcpus, ram_mb: sum.ram_mb + r.ram_mb, disk_gb: sum.disk_gb + r.disk_gb }),
+    (sum, r) => ({
+      instances: sum.instances + 1,
+      vcpus: sum.vcpus + r.vcpus,
+      ram_mb: sum.ram_mb + r.ram_mb,
+      disk_gb: sum.disk_gb + r.disk_gb,
+    }),
     { ...ZERO_QUOTA_USAGE },
   );
 }
@@ -40,7 +45,13 @@ const isReserved = (state: QuotaState | null, vmId: string): boolean =>
 // evolve: state + event -> state. Total and pure; used by the aggregate and by the read-model projection.
 
 export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: string): QuotaState {
-  const current: QuotaState = state ?? { project_id: event.data.project_id, limits: null, reservations: {}, usage: { ...ZERO_QUOTA_USAGE }, updated_at: at };
+  const current: QuotaState = state ?? {
+    project_id: event.data.project_id,
+    limits: null,
+    reservations: {},
+    usage: { ...ZERO_QUOTA_USAGE },
+    updated_at: at,
+  };
   switch (event.type) {
     case 'QuotaLimitsSet':
       return { ...current, limits: { ...event.data.limits }, updated_at: at };
@@ -85,7 +96,10 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
  * project of 100,000 VMs after a restart); here they are copied once, into an object private to this
  * call, and changed in place. Pure all the same: `state` and the events are never changed.
  */
-export function evolveQuotaAll(state: QuotaState | null, events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
+export function evolveQuotaAll(
+  state: QuotaState | null,
+  events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
+): QuotaState | null {
   if (events.length === 0) return state;
   if (events.length === 1) return evolveQuota(state, events[0]!.event, events[0]!.at);
   const start = state ?? evolveQuota(null, events[0]!.event, events[0]!.at);
@@ -106,7 +120,12 @@ export function evolveQuotaAll(state: QuotaState | null, events: ReadonlyArray<{
         if (!copied) [reservations, copied] = [{ ...reservations }, true];
         const held: QuotaResources = { vcpus: resources.vcpus, ram_mb: resources.ram_mb, disk_gb: resources.disk_gb };
         // Defined, not assigned: a vm id of "__proto__" is data like any other.
-        Object.defineProperty(reservations, vm_id, { value: held, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(reservations, vm_id, {
+          value: held,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
         usage.instances += 1;
         usage.vcpus += held.vcpus;
         usage.ram_mb += held.ram_mb;
@@ -173,17 +192,22 @@ export function decideQuota(state: QuotaState | null, command: QuotaCommand): Qu
 function assertWithin(limits: QuotaLimits, usage: QuotaUsage, requested: QuotaUsage): void {
   for (const resource of QUOTA_RESOURCES) {
     const asked = requested[resource];
-    if (asked > 0 && usage[resource] + asked > limits[resource]) throw quotaExceeded(resource, limits[resource], usage[resource], asked);
+    if (asked > 0 && usage[resource] + asked > limits[resource])
+      throw quotaExceeded(resource, limits[resource], usage[resource], asked);
   }
 }
 
 export function quotaExceeded(resource: QuotaResource, limit: number, used: number, requested: number): HcpError {
-  return new HcpError('QUOTA_EXCEEDED', `the project's ${resource} quota would be exceeded (limit ${limit}, used ${used}, requested ${requested})`, {
-    resource,
-    limit,
-    used,
-    requested,
-  });
+  return new HcpError(
+    'QUOTA_EXCEEDED',
+    `the project's ${resource} quota would be exceeded (limit ${limit}, used ${used}, requested ${requested})`,
+    {
+      resource,
+      limit,
+      used,
+      requested,
+    },
+  );
 }
 
 /** Copies exactly the named fields, each a non-negative safe integer, or refuses with INVALID_REQUEST. */

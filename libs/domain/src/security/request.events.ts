@@ -7,11 +7,27 @@ import { DomainEvent } from '../events/domain-event';
  */
 export type RequestReceived = DomainEvent<
   'RequestReceived',
-  { actor: string; action: string; method: string; path: string; scope: 'tenant' | 'ops'; project_id: string | null; target: Record<string, string> }
+  {
+    actor: string;
+    action: string;
+    method: string;
+    path: string;
+    scope: 'tenant' | 'ops';
+    project_id: string | null;
+    target: Record<string, string>;
+  }
 >;
 export type RequestRefused = DomainEvent<
   'RequestRefused',
-  { actor: string | null; action: string; method: string; path: string; project_id: string | null; code: string; status: number }
+  {
+    actor: string | null;
+    action: string;
+    method: string;
+    path: string;
+    project_id: string | null;
+    code: string;
+    status: number;
+  }
 >;
 
 export type RequestEvent = RequestReceived | RequestRefused;

@@ -53,7 +53,10 @@ export type VmStartRequested = DomainEvent<'VmStartRequested', { job_id: string;
 export type VmStarted = DomainEvent<'VmStarted', { job_id: string; addresses: VmAddress[] }>;
 export type VmStopRequested = DomainEvent<'VmStopRequested', { job_id: string; project_id: string; force: boolean }>;
 export type VmStopped = DomainEvent<'VmStopped', { job_id: string }>;
-export type VmRebootRequested = DomainEvent<'VmRebootRequested', { job_id: string; project_id: string; force: boolean }>;
+export type VmRebootRequested = DomainEvent<
+  'VmRebootRequested',
+  { job_id: string; project_id: string; force: boolean }
+>;
 export type VmRebooted = DomainEvent<'VmRebooted', { job_id: string; addresses: VmAddress[] }>;
 export type VmDeleteRequested = DomainEvent<'VmDeleteRequested', { job_id: string; project_id: string }>;
 export type VmDeleted = DomainEvent<'VmDeleted', { job_id: string }>;

@@ -41,7 +41,17 @@ function expectCode(fn: () => unknown, code: string) {
   throw new Error(`expected ${code}`);
 }
 
-const ALL_STATUSES: VmStatus[] = ['provisioning', 'starting', 'running', 'stopping', 'stopped', 'rebooting', 'deleting', 'deleted', 'error'];
+const ALL_STATUSES: VmStatus[] = [
+  'provisioning',
+  'starting',
+  'running',
+  'stopping',
+  'stopped',
+  'rebooting',
+  'deleting',
+  'deleted',
+  'error',
+];
 const ALLOWED: Record<'start' | 'stop' | 'reboot' | 'delete', VmStatus[]> = {
   start: ['stopped', 'error'],
   stop: ['running', 'error'],
@@ -69,7 +79,8 @@ describe('VM state machine', () => {
   for (const op of Object.keys(ALLOWED) as (keyof typeof ALLOWED)[]) {
     for (const status of ALL_STATUSES) {
       if (status === 'deleted') {
-        it(`answers NOT_FOUND to ${op} of a deleted VM`, () => expectCode(() => decideVm(vmIn(status), commandOf(op)), 'NOT_FOUND'));
+        it(`answers NOT_FOUND to ${op} of a deleted VM`, () =>
+          expectCode(() => decideVm(vmIn(status), commandOf(op)), 'NOT_FOUND'));
       } else if (ALLOWED[op].includes(status)) {
         it(`accepts ${op} while ${status}`, () => {
           const events = decideVm(vmIn(status), commandOf(op));
@@ -77,7 +88,8 @@ describe('VM state machine', () => {
           expect(apply(vmIn(status), events)!.pending_job_id).toBe('j2');
         });
       } else {
-        it(`rejects ${op} while ${status} with CONFLICT`, () => expectCode(() => decideVm(vmIn(status), commandOf(op)), 'CONFLICT'));
+        it(`rejects ${op} while ${status} with CONFLICT`, () =>
+          expectCode(() => decideVm(vmIn(status), commandOf(op)), 'CONFLICT'));
       }
     }
   }
@@ -98,7 +110,16 @@ describe('VM state machine', () => {
 
   it('walks the whole lifecycle through outcomes', () => {
     let vm = apply(null, decideVm(null, { type: 'create', data: createData() }));
-    vm = apply(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'job-create', operation: 'create', power_state: 'running', addresses: [{ type: 'ipv4', address: '10.0.0.5', nic: 'net0' }] }));
+    vm = apply(
+      vm,
+      recordVmOutcome(vm, {
+        type: 'succeeded',
+        job_id: 'job-create',
+        operation: 'create',
+        power_state: 'running',
+        addresses: [{ type: 'ipv4', address: '10.0.0.5', nic: 'net0' }],
+      }),
+    );
     expect(vm).toMatchObject({ status: 'running', pending_job_id: null, last_job_id: 'job-create' });
     expect(vm!.addresses).toHaveLength(1);
     vm = apply(vm, decideVm(vm, { type: 'stop', job_id: 's', force: false }));
@@ -134,12 +155,28 @@ describe('VM state machine', () => {
     for (const [from, cmd, expected] of cases) {
       const requested = apply(vmIn(from), decideVm(vmIn(from), cmd))!;
       const op = cmd.type as 'start' | 'stop' | 'reboot' | 'delete';
-      const failed = apply(requested, recordVmOutcome(requested, { type: 'failed', job_id: 'f', operation: op, error: { code: 'PROVIDER_UNAVAILABLE', message: 'down', retryable: true } }))!;
+      const failed = apply(
+        requested,
+        recordVmOutcome(requested, {
+          type: 'failed',
+          job_id: 'f',
+          operation: op,
+          error: { code: 'PROVIDER_UNAVAILABLE', message: 'down', retryable: true },
+        }),
+      )!;
       expect(failed.status).toBe(expected);
       expect(failed.last_error?.code).toBe('PROVIDER_UNAVAILABLE');
     }
     const creating = apply(null, decideVm(null, { type: 'create', data: createData() }))!;
-    const broken = apply(creating, recordVmOutcome(creating, { type: 'failed', job_id: 'job-create', operation: 'create', error: { code: 'PROVIDER_TIMEOUT', message: 't', retryable: true } }))!;
+    const broken = apply(
+      creating,
+      recordVmOutcome(creating, {
+        type: 'failed',
+        job_id: 'job-create',
+        operation: 'create',
+        error: { code: 'PROVIDER_TIMEOUT', message: 't', retryable: true },
+      }),
+    )!;
     expect(broken.status).toBe('error');
   });
 

@@ -1,12 +1,5 @@
 import { conflict, HcpErrorShape, invalidRequest, notFound } from '../errors';
-import {
-  VmAddress,
-  VmCreateRequestedData,
-  VmEvent,
-  VmOperation,
-  VmSpec,
-  vmEvent,
-} from './vm.events';
+import { VmAddress, VmCreateRequestedData, VmEvent, VmOperation, VmSpec, vmEvent } from './vm.events';
 
 export type VmStatus =
   | 'provisioning'
@@ -148,7 +141,14 @@ export type VmCommand =
 
 /** Outcomes reported by the job worker; checked against the pending job so replays are harmless. */
 export type VmOutcome =
-  | { type: 'succeeded'; job_id: string; operation: VmOperation; power_state?: 'running' | 'stopped'; addresses: VmAddress[]; provider_ref?: Record<string, unknown> }
+  | {
+      type: 'succeeded';
+      job_id: string;
+      operation: VmOperation;
+      power_state?: 'running' | 'stopped';
+      addresses: VmAddress[];
+      provider_ref?: Record<string, unknown>;
+    }
   | { type: 'failed'; job_id: string; operation: VmOperation; error: HcpErrorShape };
 
 export function decideVm(state: VmState | null, command: VmCommand): VmEvent[] {
@@ -160,16 +160,22 @@ export function decideVm(state: VmState | null, command: VmCommand): VmEvent[] {
   if (command.type === 'update_labels') {
     if (state.status === 'deleting') throw conflict('VM is being deleted', { status: state.status });
     if (!command.tags && !command.metadata) throw invalidRequest('nothing to update: give tags or metadata');
-    return [vmEvent('VmLabelsUpdated', { tags: command.tags ?? state.tags, metadata: command.metadata ?? state.metadata })];
+    return [
+      vmEvent('VmLabelsUpdated', { tags: command.tags ?? state.tags, metadata: command.metadata ?? state.metadata }),
+    ];
   }
   assertAllowed(state, command.type);
   switch (command.type) {
     case 'start':
       return [vmEvent('VmStartRequested', { job_id: command.job_id, project_id: state.project_id })];
     case 'stop':
-      return [vmEvent('VmStopRequested', { job_id: command.job_id, project_id: state.project_id, force: command.force })];
+      return [
+        vmEvent('VmStopRequested', { job_id: command.job_id, project_id: state.project_id, force: command.force }),
+      ];
     case 'reboot':
-      return [vmEvent('VmRebootRequested', { job_id: command.job_id, project_id: state.project_id, force: command.force })];
+      return [
+        vmEvent('VmRebootRequested', { job_id: command.job_id, project_id: state.project_id, force: command.force }),
+      ];
     case 'delete':
       return [vmEvent('VmDeleteRequested', { job_id: command.job_id, project_id: state.project_id })];
   }
@@ -221,4 +227,3 @@ export function recordVmOutcome(state: VmState | null, outcome: VmOutcome): VmEv
       return [vmEvent('VmDeleted', { job_id })];
   }
 }
-

@@ -24,7 +24,12 @@ export class DomainEventCodec {
       id,
       type: event.type,
       data: event.data as Record<string, unknown>,
-      metadata: { schema_version: event.version, trace_id: context.trace_id, actor: context.actor, occurred_at: context.occurred_at },
+      metadata: {
+        schema_version: event.version,
+        trace_id: context.trace_id,
+        actor: context.actor,
+        occurred_at: context.occurred_at,
+      },
     };
   }
 

@@ -93,7 +93,9 @@ export class EventStoreDbEventStore implements EventStore {
         { expectedRevision: expected },
       );
       if (!result.position && events.length > 0) {
-        throw new Error(`EventStoreDB did not report a position for the append to ${streamId} (server older than 22.6?)`);
+        throw new Error(
+          `EventStoreDB did not report a position for the append to ${streamId} (server older than 22.6?)`,
+        );
       }
       return { nextExpectedRevision: result.nextExpectedRevision, position: result.position?.commit ?? START_POSITION };
     } catch (err) {
@@ -131,7 +133,11 @@ export class EventStoreDbEventStore implements EventStore {
     while (events.length < maxCount) {
       const from: ReadPosition = cursor === START_POSITION ? START : toPosition(cursor);
       let read = 0;
-      for await (const resolved of this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: READ_PAGE })) {
+      for await (const resolved of this.client.readAll({
+        direction: FORWARDS,
+        fromPosition: from,
+        maxCount: READ_PAGE,
+      })) {
         read += 1;
         const event = resolved.event;
         if (!event || event.position.commit <= cursor) continue;
@@ -144,7 +150,8 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
-    const from = options.fromPosition === undefined || options.fromPosition === 'start' ? START_POSITION : options.fromPosition;
+    const from =
+      options.fromPosition === undefined || options.fromPosition === 'start' ? START_POSITION : options.fromPosition;
     const prefixes = options.streamPrefixes?.length ? options.streamPrefixes : undefined;
     const subscription = new EventStoreDbSubscription({
       client: this.client,
@@ -166,7 +173,11 @@ export class EventStoreDbEventStore implements EventStore {
     for (;;) {
       let read = 0;
       let oldest: Position | undefined;
-      for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: READ_PAGE })) {
+      for await (const resolved of this.client.readAll({
+        direction: BACKWARDS,
+        fromPosition: from,
+        maxCount: READ_PAGE,
+      })) {
         read += 1;
         const event = resolved.event;
         if (!event) continue;

@@ -32,7 +32,8 @@ export class InMemoryEventStore implements EventStore {
     if (events.some((e) => this.byId.has(e.id.toLowerCase())) || (expected !== 'any' && expected !== actual)) {
       throw new WrongExpectedRevisionError(streamId, expected, actual);
     }
-    if (events.length === 0) return { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: this.head() };
+    if (events.length === 0)
+      return { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: this.head() };
     const recordedAt = new Date();
     for (const event of events) {
       const recorded: RecordedEvent = {
@@ -67,10 +68,12 @@ export class InMemoryEventStore implements EventStore {
   }
 
   subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
-    let next = options.fromPosition === undefined || options.fromPosition === 'start' ? 0 : Number(options.fromPosition) + 1;
+    let next =
+      options.fromPosition === undefined || options.fromPosition === 'start' ? 0 : Number(options.fromPosition) + 1;
     let stopped = false;
     let wake: (() => void) | null = null;
-    const matches = (event: RecordedEvent) => !options.streamPrefixes || options.streamPrefixes.some((p) => event.streamId.startsWith(p));
+    const matches = (event: RecordedEvent) =>
+      !options.streamPrefixes || options.streamPrefixes.some((p) => event.streamId.startsWith(p));
     const loop = (async () => {
       while (!stopped) {
         if (next >= this.all.length) {
@@ -126,4 +129,9 @@ export class InMemoryEventStore implements EventStore {
 }
 
 const viaJson = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
-const copy = (event: RecordedEvent): RecordedEvent => ({ ...event, data: viaJson(event.data), metadata: viaJson(event.metadata), recordedAt: new Date(event.recordedAt) });
+const copy = (event: RecordedEvent): RecordedEvent => ({
+  ...event,
+  data: viaJson(event.data),
+  metadata: viaJson(event.metadata),
+  recordedAt: new Date(event.recordedAt),
+});

@@ -40,7 +40,9 @@ export class CommitNotifier {
       this.pending.clear();
       try {
         // Nothing durable is written, so there is no point waiting for a WAL flush.
-        await this.pool.query(`BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify(${escapeLiteral(this.channel)}, ${escapeLiteral(payload)}); COMMIT`);
+        await this.pool.query(
+          `BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify(${escapeLiteral(this.channel)}, ${escapeLiteral(payload)}); COMMIT`,
+        );
       } catch {
         // Subscribers poll as well; a failed wake-up costs latency, not events.
       }

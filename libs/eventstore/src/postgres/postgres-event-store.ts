@@ -152,7 +152,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribeToAll(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
-    const from = options.fromPosition === undefined || options.fromPosition === 'start' ? START_POSITION : options.fromPosition;
+    const from =
+      options.fromPosition === undefined || options.fromPosition === 'start' ? START_POSITION : options.fromPosition;
     // An empty list is read like an omitted one (all streams) rather than as "nothing".
     const prefixes = options.streamPrefixes?.length ? options.streamPrefixes : null;
     const subscription = new PostgresSubscription({
@@ -216,7 +217,9 @@ export class PostgresEventStore implements EventStore {
     }
 
     const firstRevision = actual === 'no_stream' ? 0n : actual + 1n;
-    const payload = JSON.stringify(events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} })));
+    const payload = JSON.stringify(
+      events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} })),
+    );
     const allocationLock = `hashtextextended(${escapeLiteral(allocationLockKey)}, 0)`;
     // Set before sending: if the script fails anywhere, abort() must assume the lock may be held.
     allocation.locked = true;

@@ -40,7 +40,10 @@ export class ProxmoxAuth {
   constructor(private readonly options: ProxmoxAuthOptions) {}
 
   /** The headers of a call; `ticket` is the ticket they carry, to hand back to `refused` on a 401. */
-  async headers(method: ProxmoxMethod, ctx: CallContext): Promise<{ headers: Record<string, string>; ticket?: Ticket }> {
+  async headers(
+    method: ProxmoxMethod,
+    ctx: CallContext,
+  ): Promise<{ headers: Record<string, string>; ticket?: Ticket }> {
     const creds = this.options.credentials;
     if (creds.kind === 'token') {
       return { headers: { Authorization: `PVEAPIToken=${creds.tokenId}=${creds.secret}` } };
@@ -113,7 +116,11 @@ export class ProxmoxAuth {
         if (!(err instanceof TryFailure)) throw err;
         const error = failureToError(err, operation, ctx, now);
         // Logging in changes nothing on the server: safe to try again.
-        if ((err.kind === 'connect' || err.kind === 'transport' || err.kind === 'timeout') && (await retry.tryAgain(attempt, ctx))) continue;
+        if (
+          (err.kind === 'connect' || err.kind === 'transport' || err.kind === 'timeout') &&
+          (await retry.tryAgain(attempt, ctx))
+        )
+          continue;
         throw error;
       }
       if (answer.status >= 200 && answer.status < 300) break;
@@ -134,7 +141,12 @@ export class ProxmoxAuth {
 function ticketOfAnswer(body: unknown, username: string, obtainedAt: number, operation: string): Ticket {
   const data = (body as { data?: Record<string, unknown> } | undefined)?.data ?? {};
   if (data.NeedTFA) {
-    throw new HcpError('PROVIDER_UNAVAILABLE', 'the provider account needs two-factor authentication; use an API token', undefined, false);
+    throw new HcpError(
+      'PROVIDER_UNAVAILABLE',
+      'the provider account needs two-factor authentication; use an API token',
+      undefined,
+      false,
+    );
   }
   if (typeof data.ticket !== 'string' || typeof data.CSRFPreventionToken !== 'string') {
     throw transportError('BAD_ANSWER', operation, 'the provider answered the login without a ticket', true);

@@ -20,7 +20,16 @@ import type { CallContext } from '../spi/provider-driver';
 import { ProxmoxAuth, type Ticket } from './proxmox-auth';
 import type { ProxmoxCredentials, ProxmoxTls } from './proxmox-config';
 import { apiError, redactError } from './proxmox-errors';
-import { ProxmoxHttp, TryFailure, apiPath, checkCall, failureToError, type ProxmoxMethod, type ProxmoxParams, type RawAnswer } from './proxmox-http';
+import {
+  ProxmoxHttp,
+  TryFailure,
+  apiPath,
+  checkCall,
+  failureToError,
+  type ProxmoxMethod,
+  type ProxmoxParams,
+  type RawAnswer,
+} from './proxmox-http';
 import { ProxmoxRetry, isTransientAnswer } from './proxmox-retry';
 import { upgradeToWebSocket } from './proxmox-websocket';
 
@@ -94,19 +103,39 @@ export class ProxmoxClient {
     });
   }
 
-  get<T>(template: string, values: Record<string, string | number>, ctx: CallContext, params?: ProxmoxParams): Promise<T> {
+  get<T>(
+    template: string,
+    values: Record<string, string | number>,
+    ctx: CallContext,
+    params?: ProxmoxParams,
+  ): Promise<T> {
     return this.request<T>('GET', template, values, ctx, { params, idempotent: true });
   }
 
-  post<T>(template: string, values: Record<string, string | number>, ctx: CallContext, options: ProxmoxRequestOptions = {}): Promise<T> {
+  post<T>(
+    template: string,
+    values: Record<string, string | number>,
+    ctx: CallContext,
+    options: ProxmoxRequestOptions = {},
+  ): Promise<T> {
     return this.request<T>('POST', template, values, ctx, options);
   }
 
-  put<T>(template: string, values: Record<string, string | number>, ctx: CallContext, options: ProxmoxRequestOptions = {}): Promise<T> {
+  put<T>(
+    template: string,
+    values: Record<string, string | number>,
+    ctx: CallContext,
+    options: ProxmoxRequestOptions = {},
+  ): Promise<T> {
     return this.request<T>('PUT', template, values, ctx, options);
   }
 
-  delete<T>(template: string, values: Record<string, string | number>, ctx: CallContext, options: ProxmoxRequestOptions = {}): Promise<T> {
+  delete<T>(
+    template: string,
+    values: Record<string, string | number>,
+    ctx: CallContext,
+    options: ProxmoxRequestOptions = {},
+  ): Promise<T> {
     return this.request<T>('DELETE', template, values, ctx, options);
   }
 
@@ -149,7 +178,10 @@ export class ProxmoxClient {
       const auth = await this.auth.headers('GET', ctx);
       return await upgradeToWebSocket(this.http, apiPath(template, values), params, auth.headers, ctx, operation);
     } catch (err) {
-      throw this.scrub(err instanceof TryFailure ? failureToError(err, operation, ctx, this.now) : err, options.secrets);
+      throw this.scrub(
+        err instanceof TryFailure ? failureToError(err, operation, ctx, this.now) : err,
+        options.secrets,
+      );
     }
   }
 
@@ -198,7 +230,12 @@ export class ProxmoxClient {
         continue;
       }
       const error = apiError(answer.status, answer.reason, answer.body, operation);
-      if (idempotent && isTransientAnswer(answer.status, error.providerMessage) && (await this.retry.tryAgain(attempt, ctx))) continue;
+      if (
+        idempotent &&
+        isTransientAnswer(answer.status, error.providerMessage) &&
+        (await this.retry.tryAgain(attempt, ctx))
+      )
+        continue;
       throw error;
     }
   }

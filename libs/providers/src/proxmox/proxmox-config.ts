@@ -91,7 +91,8 @@ export function parseProxmoxCredentials(raw: unknown): ProxmoxCredentials {
   const tokenId = str(raw.token_id);
   if (tokenId !== undefined) {
     const secret = str(raw.token_secret) ?? str(raw.secret);
-    if (!TOKENID.test(tokenId)) throw invalidField('credentials.token_id', 'token_id must look like USER@REALM!TOKENID');
+    if (!TOKENID.test(tokenId))
+      throw invalidField('credentials.token_id', 'token_id must look like USER@REALM!TOKENID');
     if (!secret) throw invalidField('credentials.token_secret', 'token_secret is required with token_id');
     return { kind: 'token', tokenId, secret };
   }
@@ -100,7 +101,8 @@ export function parseProxmoxCredentials(raw: unknown): ProxmoxCredentials {
   if (username !== undefined) {
     const realm = str(raw.realm);
     if (!username.includes('@') && realm) username = `${username}@${realm}`;
-    if (!USERID.test(username)) throw invalidField('credentials.username', 'username must look like USER@REALM (e.g. root@pam)');
+    if (!USERID.test(username))
+      throw invalidField('credentials.username', 'username must look like USER@REALM (e.g. root@pam)');
     if (!password) throw invalidField('credentials.password', 'password is required with username');
     return { kind: 'password', username, password };
   }
@@ -125,7 +127,10 @@ export function parseProxmoxTls(raw: unknown): ProxmoxTls {
   if (raw.fingerprint_sha256 !== undefined) {
     const fp = typeof raw.fingerprint_sha256 === 'string' ? normaliseFingerprint(raw.fingerprint_sha256) : '';
     if (!/^[0-9a-f]{64}$/.test(fp)) {
-      throw invalidField('tls.fingerprint_sha256', 'fingerprint_sha256 must be 32 hex bytes (AB:CD:... as Proxmox shows it)');
+      throw invalidField(
+        'tls.fingerprint_sha256',
+        'fingerprint_sha256 must be 32 hex bytes (AB:CD:... as Proxmox shows it)',
+      );
     }
     tls.fingerprint_sha256 = fp;
   }
@@ -161,25 +166,33 @@ export function parseProxmoxSettings(...layers: unknown[]): ProxmoxSettings {
     if (!isRecord(layer)) throw invalidField('settings', 'settings must be an object');
     const field = (name: string) => `settings.${name}`;
     if (layer.nodes !== undefined) {
-      if (!Array.isArray(layer.nodes) || layer.nodes.length === 0 || !layer.nodes.every((n) => typeof n === 'string' && NODE.test(n))) {
+      if (
+        !Array.isArray(layer.nodes) ||
+        layer.nodes.length === 0 ||
+        !layer.nodes.every((n) => typeof n === 'string' && NODE.test(n))
+      ) {
         throw invalidField(field('nodes'), 'nodes must be a non-empty list of Proxmox node names');
       }
       out.nodes = [...(layer.nodes as string[])];
     }
     if (layer.storage !== undefined) {
-      if (typeof layer.storage !== 'string' || !STORAGE.test(layer.storage)) throw invalidField(field('storage'), 'storage must be a Proxmox storage id');
+      if (typeof layer.storage !== 'string' || !STORAGE.test(layer.storage))
+        throw invalidField(field('storage'), 'storage must be a Proxmox storage id');
       out.storage = layer.storage;
     }
     if (layer.pool !== undefined) {
-      if (typeof layer.pool !== 'string' || !POOL.test(layer.pool)) throw invalidField(field('pool'), 'pool must be a Proxmox pool id');
+      if (typeof layer.pool !== 'string' || !POOL.test(layer.pool))
+        throw invalidField(field('pool'), 'pool must be a Proxmox pool id');
       out.pool = layer.pool;
     }
     if (layer.bridge !== undefined) {
-      if (typeof layer.bridge !== 'string' || !BRIDGE.test(layer.bridge)) throw invalidField(field('bridge'), 'bridge must be a bridge name such as vmbr0');
+      if (typeof layer.bridge !== 'string' || !BRIDGE.test(layer.bridge))
+        throw invalidField(field('bridge'), 'bridge must be a bridge name such as vmbr0');
       out.bridge = layer.bridge;
     }
     if (layer.full_clone !== undefined) {
-      if (typeof layer.full_clone !== 'boolean') throw invalidField(field('full_clone'), 'full_clone must be true or false');
+      if (typeof layer.full_clone !== 'boolean')
+        throw invalidField(field('full_clone'), 'full_clone must be true or false');
       out.full_clone = layer.full_clone;
     }
     if (layer.shutdown_timeout_s !== undefined) {
@@ -202,7 +215,8 @@ export function parseProxmoxSettings(...layers: unknown[]): ProxmoxSettings {
       out.ipconfig0 = layer.ipconfig0;
     }
     if (layer.disk !== undefined) {
-      if (typeof layer.disk !== 'string' || !DISK.test(layer.disk)) throw invalidField(field('disk'), 'disk must be a disk key such as scsi0');
+      if (typeof layer.disk !== 'string' || !DISK.test(layer.disk))
+        throw invalidField(field('disk'), 'disk must be a disk key such as scsi0');
       out.disk = layer.disk;
     }
     if (layer.address_wait_s !== undefined) {
@@ -213,7 +227,8 @@ export function parseProxmoxSettings(...layers: unknown[]): ProxmoxSettings {
       out.address_wait_s = v;
     }
     if (layer.guest_agent !== undefined) {
-      if (typeof layer.guest_agent !== 'boolean') throw invalidField(field('guest_agent'), 'guest_agent must be true or false');
+      if (typeof layer.guest_agent !== 'boolean')
+        throw invalidField(field('guest_agent'), 'guest_agent must be true or false');
       out.guest_agent = layer.guest_agent;
     }
   }

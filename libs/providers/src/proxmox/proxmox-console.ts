@@ -11,7 +11,11 @@ import { messageMatches } from './proxmox-errors';
 import { badAnswer, powerOf } from './proxmox-translate';
 import { ids, readVmStatus, requireVm } from './proxmox-vm-lookup';
 
-export async function openVncConsole(cluster: ProxmoxCluster, hcpId: string, ctx: CallContext): Promise<ProviderConsole> {
+export async function openVncConsole(
+  cluster: ProxmoxCluster,
+  hcpId: string,
+  ctx: CallContext,
+): Promise<ProviderConsole> {
   const loc = await requireVm(cluster, hcpId, ctx);
   const st = await readVmStatus(cluster, loc, ctx);
   if (st.status !== 'running') throw conflict(`VM ${hcpId} is not running`, { power_state: powerOf(st) });
@@ -28,8 +32,14 @@ export async function openVncConsole(cluster: ProxmoxCluster, hcpId: string, ctx
   const port = Number(data?.port);
   if (!data || typeof data.ticket !== 'string' || !Number.isInteger(port)) throw badAnswer('vncproxy');
   const ticket = data.ticket;
-  const stream = await cluster.client.openWebSocket('/nodes/{node}/qemu/{vmid}/vncwebsocket', ids(loc), { port, vncticket: ticket }, ctx, {
-    secrets: [ticket],
-  });
+  const stream = await cluster.client.openWebSocket(
+    '/nodes/{node}/qemu/{vmid}/vncwebsocket',
+    ids(loc),
+    { port, vncticket: ticket },
+    ctx,
+    {
+      secrets: [ticket],
+    },
+  );
   return { protocol: 'rfb', stream, rfb_password: ticket };
 }

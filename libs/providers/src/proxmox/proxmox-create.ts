@@ -12,12 +12,24 @@ import { ProxmoxApiError, isVmMissing, isVmidTaken } from './proxmox-errors';
 import { bootDiskOf, diskSizeOf } from './proxmox-format';
 import { planClone } from './proxmox-placement';
 import { pause, waitTask, withLockRetry } from './proxmox-tasks';
-import { badAnswer, cloneParams, configChanges, desiredConfig, type ClusterResource, type VmConfig } from './proxmox-translate';
+import {
+  badAnswer,
+  cloneParams,
+  configChanges,
+  desiredConfig,
+  type ClusterResource,
+  type VmConfig,
+} from './proxmox-translate';
 import { ids, locateVm, readVmConfig, type Located } from './proxmox-vm-lookup';
 
 const GiB = 1024 ** 3;
 
-export async function cloneFromTemplate(cluster: ProxmoxCluster, spec: CreateVmSpec, settings: ProxmoxSettings, ctx: CallContext): Promise<Located> {
+export async function cloneFromTemplate(
+  cluster: ProxmoxCluster,
+  spec: CreateVmSpec,
+  settings: ProxmoxSettings,
+  ctx: CallContext,
+): Promise<Located> {
   const { client } = cluster;
   for (let attempt = 1; ; attempt++) {
     const resources = (await client.get<ClusterResource[]>('/cluster/resources', {}, ctx)) ?? [];
@@ -26,9 +38,14 @@ export async function cloneFromTemplate(cluster: ProxmoxCluster, spec: CreateVmS
     if (!Number.isInteger(newid) || newid < 100) throw badAnswer('cluster/nextid');
     try {
       await withLockRetry(cluster, ctx, 'clone', async () => {
-        const upid = await client.post('/nodes/{node}/qemu/{vmid}/clone', { node: plan.templateNode, vmid: plan.templateVmid }, ctx, {
-          params: cloneParams(spec, settings, plan, newid),
-        });
+        const upid = await client.post(
+          '/nodes/{node}/qemu/{vmid}/clone',
+          { node: plan.templateNode, vmid: plan.templateVmid },
+          ctx,
+          {
+            params: cloneParams(spec, settings, plan, newid),
+          },
+        );
         await waitTask(cluster, upid, plan.templateNode, ctx);
       });
     } catch (err) {
@@ -40,19 +57,32 @@ export async function cloneFromTemplate(cluster: ProxmoxCluster, spec: CreateVmS
       }
       throw cloneError(err, spec);
     }
-    return { node: plan.targetNode, vmid: newid, config: await readVmConfig(cluster, { node: plan.targetNode, vmid: newid }, ctx) };
+    return {
+      node: plan.targetNode,
+      vmid: newid,
+      config: await readVmConfig(cluster, { node: plan.targetNode, vmid: newid }, ctx),
+    };
   }
 }
 
 function cloneError(err: unknown, spec: CreateVmSpec): unknown {
   if (isVmidTaken(err)) {
-    return new HcpError('PROVIDER_UNAVAILABLE', 'the provider kept giving away new VM ids before the clone', (err as HcpError).details);
+    return new HcpError(
+      'PROVIDER_UNAVAILABLE',
+      'the provider kept giving away new VM ids before the clone',
+      (err as HcpError).details,
+    );
   }
   if (err instanceof ProxmoxApiError && /does not exist/i.test(err.allText)) {
     const provider = (err.details as { provider?: object } | undefined)?.provider;
-    return new HcpError('INVALID_REQUEST', 'the image is not available on this cluster (its template is missing)', {
-      provider: { ...provider, image_ref: spec.image_ref },
-    }, false);
+    return new HcpError(
+      'INVALID_REQUEST',
+      'the image is not available on this cluster (its template is missing)',
+      {
+        provider: { ...provider, image_ref: spec.image_ref },
+      },
+      false,
+    );
   }
   return err;
 }
@@ -64,7 +94,12 @@ function outcomeUnknown(err: unknown): boolean {
 }
 
 /** Waits while a clone (ours, from an earlier attempt) still holds the VM. */
-export async function waitUntilUnlocked(cluster: ProxmoxCluster, loc: Located, hcpId: string, ctx: CallContext): Promise<Located> {
+export async function waitUntilUnlocked(
+  cluster: ProxmoxCluster,
+  loc: Located,
+  hcpId: string,
+  ctx: CallContext,
+): Promise<Located> {
   let delay = cluster.timing.taskPollMinMs;
   let config = loc.config;
   while (config.lock === 'clone' || config.lock === 'create') {
@@ -75,7 +110,12 @@ export async function waitUntilUnlocked(cluster: ProxmoxCluster, loc: Located, h
     } catch (err) {
       // A clone that failed removes its target: the next attempt clones again.
       if (isVmMissing(err)) {
-        throw new HcpError('CONFLICT', `VM ${hcpId} disappeared while it was being created`, { phase: 'creating' }, true);
+        throw new HcpError(
+          'CONFLICT',
+          `VM ${hcpId} disappeared while it was being created`,
+          { phase: 'creating' },
+          true,
+        );
       }
       throw err;
     }
@@ -84,7 +124,13 @@ export async function waitUntilUnlocked(cluster: ProxmoxCluster, loc: Located, h
 }
 
 /** Brings the clone's config to what the spec asks; sends only what differs, so a retry is cheap. */
-export async function configureVm(cluster: ProxmoxCluster, loc: Located, spec: CreateVmSpec, settings: ProxmoxSettings, ctx: CallContext): Promise<VmConfig> {
+export async function configureVm(
+  cluster: ProxmoxCluster,
+  loc: Located,
+  spec: CreateVmSpec,
+  settings: ProxmoxSettings,
+  ctx: CallContext,
+): Promise<VmConfig> {
   const changes = configChanges(loc.config, desiredConfig(spec, settings, loc.config));
   if (Object.keys(changes).length === 0) return loc.config;
   await withLockRetry(cluster, ctx, 'configure', () =>
@@ -93,12 +139,23 @@ export async function configureVm(cluster: ProxmoxCluster, loc: Located, spec: C
   return readVmConfig(cluster, loc, ctx);
 }
 
-export async function resizeDisk(cluster: ProxmoxCluster, loc: Located, spec: CreateVmSpec, settings: ProxmoxSettings, ctx: CallContext): Promise<void> {
+export async function resizeDisk(
+  cluster: ProxmoxCluster,
+  loc: Located,
+  spec: CreateVmSpec,
+  settings: ProxmoxSettings,
+  ctx: CallContext,
+): Promise<void> {
   const disk = settings.disk ?? bootDiskOf(loc.config);
   if (!disk || typeof loc.config[disk] !== 'string') {
-    throw new HcpError('INVALID_REQUEST', "the image's template has no disk to size", {
-      provider: { image_ref: spec.image_ref, ...(settings.disk ? { disk: settings.disk } : {}) },
-    }, false);
+    throw new HcpError(
+      'INVALID_REQUEST',
+      "the image's template has no disk to size",
+      {
+        provider: { image_ref: spec.image_ref, ...(settings.disk ? { disk: settings.disk } : {}) },
+      },
+      false,
+    );
   }
   const current = diskSizeOf(loc.config[disk] as string);
   // Proxmox cannot shrink disks: a flavor smaller than the template keeps the template's size.

@@ -11,10 +11,16 @@ import { pause } from './proxmox-tasks';
 import { agentAddressesOf, powerOf } from './proxmox-translate';
 import { ids, readVmStatus, type Located } from './proxmox-vm-lookup';
 
-export async function describeLocated(cluster: ProxmoxCluster, hcpId: string, loc: Located, ctx: CallContext): Promise<VmDescription> {
+export async function describeLocated(
+  cluster: ProxmoxCluster,
+  hcpId: string,
+  loc: Located,
+  ctx: CallContext,
+): Promise<VmDescription> {
   const st = await readVmStatus(cluster, loc, ctx);
   const power = powerOf(st);
-  const addresses = power === 'running' && agentEnabled(loc.config.agent) ? await agentAddresses(cluster, loc, ctx) : [];
+  const addresses =
+    power === 'running' && agentEnabled(loc.config.agent) ? await agentAddresses(cluster, loc, ctx) : [];
   return {
     hcp_id: hcpId,
     power_state: power,
@@ -35,7 +41,11 @@ export async function describeWithAddresses(
   let description = await describeLocated(cluster, hcpId, loc, ctx);
   if (!agentEnabled(loc.config.agent) || settings.address_wait_s === 0) return description;
   const until = Math.min(Date.now() + settings.address_wait_s * 1000, ctx.deadline.getTime() - addressPollMs - 1000);
-  while (description.power_state === 'running' && description.addresses.length === 0 && Date.now() + addressPollMs < until) {
+  while (
+    description.power_state === 'running' &&
+    description.addresses.length === 0 &&
+    Date.now() + addressPollMs < until
+  ) {
     await pause(addressPollMs, ctx, 'waiting for the guest agent');
     description = await describeLocated(cluster, hcpId, loc, ctx);
   }
@@ -46,13 +56,24 @@ export async function describeWithAddresses(
 async function agentAddresses(cluster: ProxmoxCluster, loc: Located, ctx: CallContext): Promise<VmAddress[]> {
   let data: { result?: unknown } | null;
   try {
-    data = await cluster.client.request<{ result?: unknown }>('GET', '/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces', ids(loc), ctx, {
-      idempotent: true,
-      timeoutMs: cluster.timing.agentTimeoutMs,
-    });
+    data = await cluster.client.request<{ result?: unknown }>(
+      'GET',
+      '/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces',
+      ids(loc),
+      ctx,
+      {
+        idempotent: true,
+        timeoutMs: cluster.timing.agentTimeoutMs,
+      },
+    );
   } catch (err) {
     // An agent that is not (yet) running is normal; a call that ran out of time is not.
-    if (err instanceof HcpError && err.code === 'PROVIDER_TIMEOUT' && (ctx.signal.aborted || Date.now() >= ctx.deadline.getTime())) throw err;
+    if (
+      err instanceof HcpError &&
+      err.code === 'PROVIDER_TIMEOUT' &&
+      (ctx.signal.aborted || Date.now() >= ctx.deadline.getTime())
+    )
+      throw err;
     return [];
   }
   return agentAddressesOf(data?.result, loc.config);

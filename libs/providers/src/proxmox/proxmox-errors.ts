@@ -64,7 +64,13 @@ export class ProxmoxTaskError extends ProxmoxApiError {
 }
 
 /** Lock contention: worth retrying with backoff (per-VM flock, config lock, storage/cluster locks). */
-const LOCK_PATTERNS = [/VM is locked/i, /can't lock file/i, /got lock request timeout/i, /cfs-lock .* error/i, /got no worker upid/i];
+const LOCK_PATTERNS = [
+  /VM is locked/i,
+  /can't lock file/i,
+  /got lock request timeout/i,
+  /cfs-lock .* error/i,
+  /got no worker upid/i,
+];
 /** A VMID taken between `nextid` and `clone`/`create`. */
 const VMID_TAKEN_PATTERNS = [/already exists/i];
 /** The VM (or its config) is gone. */
@@ -129,7 +135,9 @@ export function apiError(status: number, reason: string, body: unknown, operatio
   const { code, retryable } = codeOfStatus(status);
   const summary =
     SUMMARY[status] ??
-    (status >= 595 && status <= 599 ? 'the provider could not reach one of its hosts' : `the provider answered HTTP ${status}`);
+    (status >= 595 && status <= 599
+      ? 'the provider could not reach one of its hosts'
+      : `the provider answered HTTP ${status}`);
   return new ProxmoxApiError(
     code,
     summary,
@@ -196,7 +204,12 @@ export function redact<T>(value: T, secrets: readonly string[]): T {
     if (typeof v === 'string') return scrub(v);
     if (Array.isArray(v)) return v.map(walk);
     // Plain data only (checked by tag, not prototype: test runners load modules in other realms).
-    if (v && typeof v === 'object' && !(v instanceof Error) && Object.prototype.toString.call(v) === '[object Object]') {
+    if (
+      v &&
+      typeof v === 'object' &&
+      !(v instanceof Error) &&
+      Object.prototype.toString.call(v) === '[object Object]'
+    ) {
       return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x)]));
     }
     return v;

@@ -38,7 +38,9 @@ describe('parseUpid', () => {
 
 describe('net0 and disks', () => {
   it('moves net0 to the bridge and keeps model and MAC', () => {
-    expect(netOnBridge('virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,firewall=1', 'vmbr5')).toBe('virtio=BC:24:11:AA:BB:CC,bridge=vmbr5,firewall=1');
+    expect(netOnBridge('virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,firewall=1', 'vmbr5')).toBe(
+      'virtio=BC:24:11:AA:BB:CC,bridge=vmbr5,firewall=1',
+    );
     expect(netOnBridge('e1000=BC:24:11:AA:BB:CC', 'vmbr1')).toBe('e1000=BC:24:11:AA:BB:CC,bridge=vmbr1');
     expect(netOnBridge(undefined, 'vmbr0')).toBe('virtio,bridge=vmbr0');
     expect(macOf('virtio=bc:24:11:aa:bb:cc,bridge=vmbr0')).toBe('BC:24:11:AA:BB:CC');
@@ -48,7 +50,9 @@ describe('net0 and disks', () => {
     expect(diskSizeOf('local-lvm:vm-101-disk-0,iothread=1,size=32G')).toBe(32 * 1024 ** 3);
     expect(diskSizeOf('local-lvm:vm-101-disk-0,size=2252M')).toBe(2252 * 1024 ** 2);
     expect(diskSizeOf('local-lvm:vm-101-disk-0')).toBeUndefined();
-    expect(bootDiskOf({ boot: 'order=ide2;virtio1;net0', ide2: 'local:vm-1-cloudinit,media=cdrom', virtio1: 'l:d,size=1G' })).toBe('virtio1');
+    expect(
+      bootDiskOf({ boot: 'order=ide2;virtio1;net0', ide2: 'local:vm-1-cloudinit,media=cdrom', virtio1: 'l:d,size=1G' }),
+    ).toBe('virtio1');
     expect(bootDiskOf({ bootdisk: 'sata0', sata0: 'l:d,size=1G', scsi0: 'l:e,size=1G' })).toBe('sata0');
     expect(bootDiskOf({ ide0: 'l:d,size=1G', scsi3: 'l:e,size=1G', ide2: 'none,media=cdrom' })).toBe('scsi3');
     expect(bootDiskOf({ ide2: 'local-lvm:vm-1-cloudinit,media=cdrom' })).toBeUndefined();

@@ -15,7 +15,10 @@ export interface Upid {
 
 /** `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:` (hex numbers; user may be a token id). */
 export function parseUpid(upid: string): Upid | null {
-  const m = /^UPID:([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$/.exec(upid);
+  const m =
+    /^UPID:([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$/.exec(
+      upid,
+    );
   if (!m) return null;
   return {
     node: m[1],
@@ -43,7 +46,22 @@ export function printPropertyString(entries: Array<[string, string]>): string {
   return entries.map(([k, v]) => (k === '' ? v : `${k}=${v}`)).join(',');
 }
 
-const NIC_MODELS = ['e1000', 'e1000-82540em', 'e1000-82544gc', 'e1000-82545em', 'e1000e', 'i82551', 'i82557b', 'i82559er', 'ne2k_isa', 'ne2k_pci', 'pcnet', 'rtl8139', 'virtio', 'vmxnet3'];
+const NIC_MODELS = [
+  'e1000',
+  'e1000-82540em',
+  'e1000-82544gc',
+  'e1000-82545em',
+  'e1000e',
+  'i82551',
+  'i82557b',
+  'i82559er',
+  'ne2k_isa',
+  'ne2k_pci',
+  'pcnet',
+  'rtl8139',
+  'virtio',
+  'vmxnet3',
+];
 
 /**
  * net0 on the given bridge, keeping the model and MAC the clone already has (a new MAC would change
@@ -64,7 +82,8 @@ export function netOnBridge(current: string | undefined, bridge: string): string
 export function macOf(net: string | undefined): string | undefined {
   if (!net) return undefined;
   for (const [k, v] of parsePropertyString(net)) {
-    if ((NIC_MODELS.includes(k) || k === 'macaddr') && /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(v)) return v.toUpperCase();
+    if ((NIC_MODELS.includes(k) || k === 'macaddr') && /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i.test(v))
+      return v.toUpperCase();
   }
   return undefined;
 }
@@ -112,7 +131,8 @@ export function bootDiskOf(config: Record<string, unknown>): string | undefined 
   const legacy = get('bootdisk');
   if (legacy && DISK_KEY.test(legacy) && isDataDisk(get(legacy))) return legacy;
   const keys = Object.keys(config).filter((k) => DISK_KEY.test(k) && isDataDisk(get(k)));
-  const rank = (k: string) => ['scsi', 'virtio', 'sata', 'ide'].indexOf(k.replace(/\d+$/, '')) * 1000 + Number(k.replace(/^\D+/, ''));
+  const rank = (k: string) =>
+    ['scsi', 'virtio', 'sata', 'ide'].indexOf(k.replace(/\d+$/, '')) * 1000 + Number(k.replace(/^\D+/, ''));
   return keys.sort((a, b) => rank(a) - rank(b))[0];
 }
 
@@ -138,7 +158,13 @@ export function hcpIdTag(hcpId: string): string {
  * tags, not descriptions), so a create interrupted between clone and configure is found again.
  */
 export function cloneMarkerName(hcpId: string): string {
-  return `hcp-${hcpId.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/-+/g, '-').replace(/^-|-$/g, '') || 'vm'}`;
+  return `hcp-${
+    hcpId
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')
+      .replace(/-+/g, '-')
+      .replace(/^-|-$/g, '') || 'vm'
+  }`;
 }
 
 /** A DNS name for the VM (also the guest's cloud-init host name), or undefined when none can be made. */
@@ -150,10 +176,13 @@ export function dnsName(name: string): string | undefined {
     .map((l) => l.replace(/^-+|-+$/g, '').slice(0, 63))
     .filter((l) => l !== '')
     .join('.');
-  return label !== '' && /^(([a-z0-9]([a-z0-9-]*[a-z0-9])?)\.)*([a-z0-9]([a-z0-9-]*[a-z0-9])?)$/.test(label) ? label : undefined;
+  return label !== '' && /^(([a-z0-9]([a-z0-9-]*[a-z0-9])?)\.)*([a-z0-9]([a-z0-9-]*[a-z0-9])?)$/.test(label)
+    ? label
+    : undefined;
 }
 
-const DESCRIPTION_HEAD = 'Managed by HCP (Hypervisor Control Plane). The hcp-* lines identify this VM; do not edit them.';
+const DESCRIPTION_HEAD =
+  'Managed by HCP (Hypervisor Control Plane). The hcp-* lines identify this VM; do not edit them.';
 
 export interface HcpMarks {
   hcp_id: string;
@@ -181,7 +210,12 @@ export function hcpIdOfDescription(description: unknown): string | undefined {
 
 /** ssh keys as Proxmox wants them in `sshkeys`: one per line, URL-encoded (`%20` for spaces, not `+`). */
 export function encodeSshKeys(keys: string[]): string {
-  return encodeURIComponent(keys.map((k) => k.trim()).filter((k) => k !== '').join('\n'));
+  return encodeURIComponent(
+    keys
+      .map((k) => k.trim())
+      .filter((k) => k !== '')
+      .join('\n'),
+  );
 }
 
 export function decodeSshKeys(value: unknown): string[] {
@@ -192,7 +226,10 @@ export function decodeSshKeys(value: unknown): string[] {
   } catch {
     text = value;
   }
-  return text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
 }
 
 /** `memory` is a property string since PVE 8 (`[current=]<MiB>`); the MiB either way. */

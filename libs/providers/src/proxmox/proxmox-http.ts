@@ -32,12 +32,20 @@ export class TryFailure extends Error {
 }
 
 // Failures while connecting: nothing has been sent, so any request may be tried again.
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+]);
 
 /** What a socket error says about an exchange: the certificate is not trusted, the connect failed, or the connection broke. */
 export function connectionFailure(err: NodeJS.ErrnoException): TryFailure {
   const code = err instanceof TlsTrustError ? err.code : (err.code ?? 'ECONNRESET');
-  if (err instanceof TlsTrustError || isTlsTrustFailure(code)) return new TryFailure('trust', code, 'untrusted certificate');
+  if (err instanceof TlsTrustError || isTlsTrustFailure(code))
+    return new TryFailure('trust', code, 'untrusted certificate');
   if (CONNECT_CODES.has(code)) return new TryFailure('connect', code, 'connect failed');
   if (code === 'ETIMEDOUT') return new TryFailure('connect', code, 'connect timed out');
   return new TryFailure('transport', code, 'connection failed');
@@ -94,7 +102,13 @@ export function apiPath(template: string, values: Record<string, string | number
  * a failure tears the attempt down with `cancel` first. `watchAbort` starts listening for the abort
  * once the attempt exists, and says whether the call is still on.
  */
-export function settleOnce(ctx: CallContext, now: () => number, requestTimeoutMs: number, cancel: () => void, reject: (error: Error) => void) {
+export function settleOnce(
+  ctx: CallContext,
+  now: () => number,
+  requestTimeoutMs: number,
+  cancel: () => void,
+  reject: (error: Error) => void,
+) {
   const remaining = ctx.deadline.getTime() - now();
   const cutByDeadline = remaining <= requestTimeoutMs;
   let done = false;
@@ -175,14 +189,24 @@ export class ProxmoxHttp {
     const base = this.options.endpoint;
     const fullPath = `${this.apiUrlPath(path)}${!withBody && encoded ? `?${encoded}` : ''}`;
     const body = withBody ? Buffer.from(encoded, 'utf8') : undefined;
-    const headers: Record<string, string | number> = { Accept: 'application/json', ...authHeaders, ...traceHeader(ctx) };
+    const headers: Record<string, string | number> = {
+      Accept: 'application/json',
+      ...authHeaders,
+      ...traceHeader(ctx),
+    };
     if (body) {
       headers['Content-Type'] = 'application/x-www-form-urlencoded';
       headers['Content-Length'] = body.length;
     }
     const requestTimeoutMs = this.options.requestTimeoutMs;
     return new Promise<RawAnswer>((resolve, reject) => {
-      const { finish, fail, watchAbort } = settleOnce(ctx, this.options.now, Math.min(timeoutMs ?? requestTimeoutMs, requestTimeoutMs), () => req.destroy(), reject);
+      const { finish, fail, watchAbort } = settleOnce(
+        ctx,
+        this.options.now,
+        Math.min(timeoutMs ?? requestTimeoutMs, requestTimeoutMs),
+        () => req.destroy(),
+        reject,
+      );
       const req = https.request(
         {
           protocol: 'https:',
@@ -208,8 +232,12 @@ export class ProxmoxHttp {
           res.on('close', () => {
             if (!res.complete) fail(new TryFailure('transport', 'ECONNRESET', 'answer cut off'));
           });
-          res.on('error', (err: NodeJS.ErrnoException) => fail(new TryFailure('transport', err.code ?? 'ECONNRESET', 'answer cut off')));
-          res.on('end', () => finish(() => settleAnswer(res.statusCode ?? 0, res.statusMessage ?? '', chunks, resolve, reject)));
+          res.on('error', (err: NodeJS.ErrnoException) =>
+            fail(new TryFailure('transport', err.code ?? 'ECONNRESET', 'answer cut off')),
+          );
+          res.on('end', () =>
+            finish(() => settleAnswer(res.statusCode ?? 0, res.statusMessage ?? '', chunks, resolve, reject)),
+          );
         },
       );
       req.on('error', (err: NodeJS.ErrnoException) => fail(connectionFailure(err)));
@@ -219,9 +247,15 @@ export class ProxmoxHttp {
 }
 
 /** A 2xx answer must be the JSON envelope; an error answer may be anything (old servers send no body). */
-function settleAnswer(status: number, reason: string, chunks: Buffer[], resolve: (answer: RawAnswer) => void, reject: (error: Error) => void): void {
+function settleAnswer(
+  status: number,
+  reason: string,
+  chunks: Buffer[],
+  resolve: (answer: RawAnswer) => void,
+  reject: (error: Error) => void,
+): void {
   const text = Buffer.concat(chunks).toString('utf8');
-  let parsed: unknown ;
+  let parsed: unknown;
   if (text !== '') {
     try {
       parsed = JSON.parse(text);

@@ -37,7 +37,9 @@ export async function gracefulStop(cluster: ProxmoxCluster, loc: VmRef, ctx: Cal
   if (timeout > 0) {
     try {
       await withLockRetry(cluster, ctx, 'shutdown', async () => {
-        const upid = await cluster.client.post('/nodes/{node}/qemu/{vmid}/status/shutdown', ids(loc), ctx, { params: { timeout } });
+        const upid = await cluster.client.post('/nodes/{node}/qemu/{vmid}/status/shutdown', ids(loc), ctx, {
+          params: { timeout },
+        });
         await waitTask(cluster, upid, loc.node, ctx);
       });
     } catch (err) {
@@ -58,7 +60,13 @@ export async function hardStop(cluster: ProxmoxCluster, loc: VmRef, ctx: CallCon
 }
 
 /** A guest reboot (given the same time as a graceful stop), or with `force` a reset. */
-export async function rebootOrReset(cluster: ProxmoxCluster, hcpId: string, loc: VmRef, force: boolean, ctx: CallContext): Promise<void> {
+export async function rebootOrReset(
+  cluster: ProxmoxCluster,
+  hcpId: string,
+  loc: VmRef,
+  force: boolean,
+  ctx: CallContext,
+): Promise<void> {
   await withLockRetry(cluster, ctx, 'reboot', async () => {
     try {
       const upid = force

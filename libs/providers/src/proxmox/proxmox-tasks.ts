@@ -11,7 +11,12 @@ import { parseUpid } from './proxmox-format';
 import { badAnswer } from './proxmox-translate';
 
 /** Follows a task until it stops; throws ProxmoxTaskError unless it ended OK (or with warnings). */
-export async function waitTask(cluster: ProxmoxCluster, upid: unknown, fallbackNode: string, ctx: CallContext): Promise<void> {
+export async function waitTask(
+  cluster: ProxmoxCluster,
+  upid: unknown,
+  fallbackNode: string,
+  ctx: CallContext,
+): Promise<void> {
   // `POST .../config` and a few others may finish synchronously and answer null.
   if (upid === null || upid === undefined) return;
   if (typeof upid !== 'string') throw badAnswer('task id');
@@ -36,10 +41,14 @@ export async function waitTask(cluster: ProxmoxCluster, upid: unknown, fallbackN
       });
     }
     if (Date.now() + delay >= ctx.deadline.getTime()) {
-      throw new HcpError('PROVIDER_TIMEOUT', `the provider did not finish the ${taskVerb(taskType)} before the deadline`, {
-        reason: 'deadline',
-        provider: { task: taskType },
-      });
+      throw new HcpError(
+        'PROVIDER_TIMEOUT',
+        `the provider did not finish the ${taskVerb(taskType)} before the deadline`,
+        {
+          reason: 'deadline',
+          provider: { task: taskType },
+        },
+      );
     }
     await pause(delay, ctx, `task ${taskType}`);
     delay = Math.min(delay * 1.5, cluster.timing.taskPollMaxMs);
@@ -49,11 +58,19 @@ export async function waitTask(cluster: ProxmoxCluster, upid: unknown, fallbackN
 /** The last lines of a task's log, for ops; [] when it cannot be read. */
 async function taskLog(cluster: ProxmoxCluster, node: string, upid: string, ctx: CallContext): Promise<string[]> {
   try {
-    const lines = await cluster.client.get<Array<{ n?: number; t?: string }>>('/nodes/{node}/tasks/{upid}/log', { node, upid }, ctx, {
-      start: 0,
-      limit: 500,
-    });
-    return (lines ?? []).map((l) => String(l.t ?? '')).filter((t) => t !== '' && t !== 'no content').slice(-10);
+    const lines = await cluster.client.get<Array<{ n?: number; t?: string }>>(
+      '/nodes/{node}/tasks/{upid}/log',
+      { node, upid },
+      ctx,
+      {
+        start: 0,
+        limit: 500,
+      },
+    );
+    return (lines ?? [])
+      .map((l) => String(l.t ?? ''))
+      .filter((t) => t !== '' && t !== 'no content')
+      .slice(-10);
   } catch {
     return [];
   }
@@ -79,7 +96,12 @@ function taskVerb(type: string): string {
 }
 
 /** Repeats `fn` while Proxmox refuses it for a lock, with growing waits, until the deadline. */
-export async function withLockRetry<T>(cluster: ProxmoxCluster, ctx: CallContext, step: string, fn: () => Promise<T>): Promise<T> {
+export async function withLockRetry<T>(
+  cluster: ProxmoxCluster,
+  ctx: CallContext,
+  step: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   let delay = cluster.timing.lockRetryBaseMs;
   for (;;) {
     try {
@@ -103,9 +125,15 @@ export async function withLockRetry<T>(cluster: ProxmoxCluster, ctx: CallContext
 export function pause(ms: number, ctx: CallContext, step: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const over = (why: 'aborted' | 'deadline') =>
-      new HcpError('PROVIDER_TIMEOUT', why === 'aborted' ? `the provider ${step} was aborted` : `the provider ${step} did not finish before the deadline`, {
-        reason: why,
-      });
+      new HcpError(
+        'PROVIDER_TIMEOUT',
+        why === 'aborted'
+          ? `the provider ${step} was aborted`
+          : `the provider ${step} did not finish before the deadline`,
+        {
+          reason: why,
+        },
+      );
     if (ctx.signal.aborted) return reject(over('aborted'));
     const left = ctx.deadline.getTime() - Date.now();
     if (left <= 0) return reject(over('deadline'));
@@ -113,11 +141,14 @@ export function pause(ms: number, ctx: CallContext, step: string): Promise<void>
       clearTimeout(timer);
       reject(over('aborted'));
     };
-    const timer = setTimeout(() => {
-      ctx.signal.removeEventListener('abort', onAbort);
-      if (ms > left) reject(over('deadline'));
-      else resolve();
-    }, Math.min(ms, left));
+    const timer = setTimeout(
+      () => {
+        ctx.signal.removeEventListener('abort', onAbort);
+        if (ms > left) reject(over('deadline'));
+        else resolve();
+      },
+      Math.min(ms, left),
+    );
     ctx.signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -48,7 +48,14 @@ class ProxmoxAgent extends https.Agent {
   ) {
     // Idle sockets are closed after 4 s, before a server's keep-alive timeout can close them under a
     // request (pveproxy and Node both allow about 5 s).
-    super({ keepAlive: true, keepAliveMsecs: 1000, timeout: 4000, maxSockets, maxFreeSockets: Math.min(maxSockets, 8), scheduling: 'lifo' });
+    super({
+      keepAlive: true,
+      keepAliveMsecs: 1000,
+      timeout: 4000,
+      maxSockets,
+      maxFreeSockets: Math.min(maxSockets, 8),
+      scheduling: 'lifo',
+    });
   }
 
   override createConnection(options: tls.ConnectionOptions, callback: CreateCallback): Duplex | undefined {
@@ -60,7 +67,7 @@ class ProxmoxAgent extends https.Agent {
       session: undefined,
       ...(ca ? { ca } : {}),
       // Only a pinned fingerprint without a CA lifts chain verification, and the pin replaces it.
-      rejectUnauthorized: !(pinned && !ca ),
+      rejectUnauthorized: !(pinned && !ca),
     });
     let settled = false;
     const settle = (err: Error | null) => {
@@ -83,7 +90,9 @@ class ProxmoxAgent extends https.Agent {
         const cert = socket.getPeerCertificate();
         const actual = cert?.raw ? certificateFingerprint(cert.raw) : '';
         if (actual !== pinned) {
-          settle(new TlsTrustError('FINGERPRINT_MISMATCH', 'the Proxmox certificate does not match the pinned fingerprint'));
+          settle(
+            new TlsTrustError('FINGERPRINT_MISMATCH', 'the Proxmox certificate does not match the pinned fingerprint'),
+          );
           return;
         }
       }

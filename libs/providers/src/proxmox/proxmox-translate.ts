@@ -51,13 +51,17 @@ export interface VmStatus {
 export const isTemplate = (r: ClusterResource) => r.template === 1 || r.template === true;
 
 export function badAnswer(what: string): HcpError {
-  return new HcpError('PROVIDER_UNAVAILABLE', 'the provider gave an unexpected answer', { provider: { operation: what } });
+  return new HcpError('PROVIDER_UNAVAILABLE', 'the provider gave an unexpected answer', {
+    provider: { operation: what },
+  });
 }
 
 export function checkSpec(spec: CreateVmSpec): void {
   if (spec.user_data !== undefined && spec.user_data !== '') {
     // Custom cloud-init user data needs a snippet file on a Proxmox storage, which the API cannot upload.
-    throw new HcpError('FEATURE_NOT_SUPPORTED', "user_data is not supported by this cluster's provider yet", { capability: 'user_data' });
+    throw new HcpError('FEATURE_NOT_SUPPORTED', "user_data is not supported by this cluster's provider yet", {
+      capability: 'user_data',
+    });
   }
   const positive = (n: number) => Number.isInteger(n) && n > 0;
   if (!positive(spec.vcpus) || !positive(spec.ram_mb) || spec.ram_mb < 16 || !positive(spec.disk_gb)) {

@@ -6,7 +6,15 @@
  * to Proxmox parameters and back) and proxmox-client.ts (HTTP, auth, TLS).
  */
 import { HcpError, conflict } from '@hcp/domain';
-import type { CallContext, Capabilities, ConsoleType, CreateVmSpec, ProviderConsole, ProviderDriver, VmDescription } from '../spi/provider-driver';
+import type {
+  CallContext,
+  Capabilities,
+  ConsoleType,
+  CreateVmSpec,
+  ProviderConsole,
+  ProviderDriver,
+  VmDescription,
+} from '../spi/provider-driver';
 import { ProxmoxClient, type ProxmoxClientOptions } from './proxmox-client';
 import { DEFAULT_PROXMOX_TIMING, type ProxmoxCluster, type ProxmoxTiming } from './proxmox-cluster';
 import {
@@ -61,8 +69,12 @@ export class ProxmoxDriver implements ProviderDriver {
   private readonly queues = new Map<string, Promise<unknown>>();
 
   constructor(options: ProxmoxDriverOptions) {
-    const endpoint = parseProxmoxEndpoint(options.endpoint instanceof URL ? options.endpoint.toString() : options.endpoint);
-    const credentials = isParsedCredentials(options.credentials) ? options.credentials : parseProxmoxCredentials(options.credentials);
+    const endpoint = parseProxmoxEndpoint(
+      options.endpoint instanceof URL ? options.endpoint.toString() : options.endpoint,
+    );
+    const credentials = isParsedCredentials(options.credentials)
+      ? options.credentials
+      : parseProxmoxCredentials(options.credentials);
     const tls = parseProxmoxTls(options.tls);
     const layers = Array.isArray(options.settings) ? options.settings : [options.settings];
     this.settings = parseProxmoxSettings(...layers);
@@ -190,17 +202,26 @@ export class ProxmoxDriver implements ProviderDriver {
   async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ProviderConsole> {
     this.begin(ctx, 'console');
     if (!CAPABILITIES.console_types.includes(type)) {
-      throw new HcpError('FEATURE_NOT_SUPPORTED', `the provider offers no ${type} console`, { capability: 'console', console_type: type });
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `the provider offers no ${type} console`, {
+        capability: 'console',
+        console_type: type,
+      });
     }
     return openVncConsole(this.cluster, hcpId, ctx);
   }
 
   private begin(ctx: CallContext, operation: string): void {
     if (ctx.signal.aborted) {
-      throw new HcpError('PROVIDER_TIMEOUT', `the provider ${operation} was aborted`, { step: operation, reason: 'aborted' });
+      throw new HcpError('PROVIDER_TIMEOUT', `the provider ${operation} was aborted`, {
+        step: operation,
+        reason: 'aborted',
+      });
     }
     if (Date.now() >= ctx.deadline.getTime()) {
-      throw new HcpError('PROVIDER_TIMEOUT', `the provider ${operation} did not finish before the deadline`, { step: operation, reason: 'deadline' });
+      throw new HcpError('PROVIDER_TIMEOUT', `the provider ${operation} did not finish before the deadline`, {
+        step: operation,
+        reason: 'deadline',
+      });
     }
   }
 

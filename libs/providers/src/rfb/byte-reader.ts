@@ -24,8 +24,10 @@ export class StreamByteReader {
     this.buffered += chunk.length;
     this.serve();
   };
-  private readonly onEnd = () => this.fail(new RfbHandshakeError('closed', 'the connection closed during the RFB handshake'));
-  private readonly onError = () => this.fail(new RfbHandshakeError('closed', 'the connection failed during the RFB handshake'));
+  private readonly onEnd = () =>
+    this.fail(new RfbHandshakeError('closed', 'the connection closed during the RFB handshake'));
+  private readonly onError = () =>
+    this.fail(new RfbHandshakeError('closed', 'the connection failed during the RFB handshake'));
 
   constructor(private readonly stream: Duplex) {
     stream.on('data', this.onData);

@@ -74,9 +74,16 @@ async function readReason(reader: StreamByteReader): Promise<string> {
 }
 
 /** Runs `steps` with a reader and an overall timeout; releases the stream on success, destroys it on failure. */
-async function handshake<T>(stream: Duplex, timeoutMs: number, steps: (reader: StreamByteReader) => Promise<T>): Promise<T> {
+async function handshake<T>(
+  stream: Duplex,
+  timeoutMs: number,
+  steps: (reader: StreamByteReader) => Promise<T>,
+): Promise<T> {
   const reader = new StreamByteReader(stream);
-  const timer = setTimeout(() => reader.fail(new RfbHandshakeError('timeout', 'the RFB handshake did not finish in time')), timeoutMs);
+  const timer = setTimeout(
+    () => reader.fail(new RfbHandshakeError('timeout', 'the RFB handshake did not finish in time')),
+    timeoutMs,
+  );
   try {
     const result = await steps(reader);
     reader.release();
@@ -112,7 +119,8 @@ export function acceptRfbClient(stream: Duplex, options: AcceptRfbClientOptions 
       stream.write(Buffer.from([1, offered]));
       const chosen = await reader.readUint8();
       if (chosen !== offered) {
-        if (version === '3.8') await endWith(stream, Buffer.concat([uint32(1), reasonMessage('security type not offered')]));
+        if (version === '3.8')
+          await endWith(stream, Buffer.concat([uint32(1), reasonMessage('security type not offered')]));
         throw new RfbHandshakeError('unsupported_security', 'the client chose a security type that was not offered');
       }
     }
@@ -126,7 +134,10 @@ export function acceptRfbClient(stream: Duplex, options: AcceptRfbClientOptions 
     stream.write(challenge);
     const response = await reader.read(VNC_CHALLENGE_BYTES);
     if (!checkVncAuthResponse(challenge, response, options.password!)) {
-      const failed = version === '3.8' ? Buffer.concat([uint32(1), reasonMessage(options.failureReason ?? 'authentication failed')]) : uint32(1);
+      const failed =
+        version === '3.8'
+          ? Buffer.concat([uint32(1), reasonMessage(options.failureReason ?? 'authentication failed')])
+          : uint32(1);
       await endWith(stream, failed);
       throw new RfbHandshakeError('auth_failed', 'the client failed VNC authentication');
     }
@@ -161,18 +172,28 @@ export function connectRfbServer(stream: Duplex, options: ConnectRfbServerOption
       const types = [...(await reader.read(count))];
       if (types.includes(RFB_SECURITY_NONE)) security = RFB_SECURITY_NONE;
       else if (types.includes(RFB_SECURITY_VNC) && options.password !== undefined) security = RFB_SECURITY_VNC;
-      else throw new RfbHandshakeError('unsupported_security', 'the RFB server offers no security type this client can use');
+      else
+        throw new RfbHandshakeError(
+          'unsupported_security',
+          'the RFB server offers no security type this client can use',
+        );
       stream.write(Buffer.from([security]));
     }
 
     if (security === RFB_SECURITY_VNC) {
       if (options.password === undefined) {
-        throw new RfbHandshakeError('unsupported_security', 'the RFB server asks for VNC authentication and no password is known');
+        throw new RfbHandshakeError(
+          'unsupported_security',
+          'the RFB server asks for VNC authentication and no password is known',
+        );
       }
       const challenge = await reader.read(VNC_CHALLENGE_BYTES);
       stream.write(vncAuthResponse(challenge, options.password));
     } else if (security !== RFB_SECURITY_NONE) {
-      throw new RfbHandshakeError('unsupported_security', 'the RFB server imposes a security type this client cannot use');
+      throw new RfbHandshakeError(
+        'unsupported_security',
+        'the RFB server imposes a security type this client cannot use',
+      );
     }
 
     if (security === RFB_SECURITY_VNC || version === '3.8') {

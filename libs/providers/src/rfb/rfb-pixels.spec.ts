@@ -1,12 +1,43 @@
-import { DEFAULT_PIXEL_FORMAT, decodePixelFormat, encodePixelFormat, rawRectangle, testPicture, writePixel, type PixelFormat } from './rfb-pixels';
+import {
+  DEFAULT_PIXEL_FORMAT,
+  decodePixelFormat,
+  encodePixelFormat,
+  rawRectangle,
+  testPicture,
+  writePixel,
+  type PixelFormat,
+} from './rfb-pixels';
 
-const rgb565: PixelFormat = { ...DEFAULT_PIXEL_FORMAT, bitsPerPixel: 16, depth: 16, redMax: 31, greenMax: 63, blueMax: 31, redShift: 11, greenShift: 5, blueShift: 0 };
-const bgr233: PixelFormat = { ...DEFAULT_PIXEL_FORMAT, bitsPerPixel: 8, depth: 8, redMax: 7, greenMax: 7, blueMax: 3, redShift: 0, greenShift: 3, blueShift: 6 };
+const rgb565: PixelFormat = {
+  ...DEFAULT_PIXEL_FORMAT,
+  bitsPerPixel: 16,
+  depth: 16,
+  redMax: 31,
+  greenMax: 63,
+  blueMax: 31,
+  redShift: 11,
+  greenShift: 5,
+  blueShift: 0,
+};
+const bgr233: PixelFormat = {
+  ...DEFAULT_PIXEL_FORMAT,
+  bitsPerPixel: 8,
+  depth: 8,
+  redMax: 7,
+  greenMax: 7,
+  blueMax: 3,
+  redShift: 0,
+  greenShift: 3,
+  blueShift: 6,
+};
 
 describe('RFB pixels', () => {
   it('round-trips a pixel format through its wire form', () => {
     expect(decodePixelFormat(encodePixelFormat(DEFAULT_PIXEL_FORMAT))).toEqual(DEFAULT_PIXEL_FORMAT);
-    expect(decodePixelFormat(encodePixelFormat({ ...rgb565, bigEndian: true }))).toEqual({ ...rgb565, bigEndian: true });
+    expect(decodePixelFormat(encodePixelFormat({ ...rgb565, bigEndian: true }))).toEqual({
+      ...rgb565,
+      bigEndian: true,
+    });
   });
 
   it('refuses colour-map and unsupported pixel sizes', () => {

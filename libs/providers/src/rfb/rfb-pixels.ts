@@ -79,7 +79,11 @@ function scale(channel: number, max: number): number {
 
 /** One pixel in the client's format. */
 export function writePixel(out: Buffer, offset: number, [r, g, b]: Rgb, pf: PixelFormat): void {
-  const value = ((scale(r, pf.redMax) << pf.redShift) | (scale(g, pf.greenMax) << pf.greenShift) | (scale(b, pf.blueMax) << pf.blueShift)) >>> 0;
+  const value =
+    ((scale(r, pf.redMax) << pf.redShift) |
+      (scale(g, pf.greenMax) << pf.greenShift) |
+      (scale(b, pf.blueMax) << pf.blueShift)) >>>
+    0;
   switch (pf.bitsPerPixel) {
     case 8:
       out.writeUInt8(value & 0xff, offset);
@@ -96,7 +100,15 @@ export function writePixel(out: Buffer, offset: number, [r, g, b]: Rgb, pf: Pixe
 }
 
 /** Raw-encoded pixels of a rectangle of the test picture. */
-export function rawRectangle(x: number, y: number, w: number, h: number, fbWidth: number, fbHeight: number, pf: PixelFormat): Buffer {
+export function rawRectangle(
+  x: number,
+  y: number,
+  w: number,
+  h: number,
+  fbWidth: number,
+  fbHeight: number,
+  pf: PixelFormat,
+): Buffer {
   const bytes = pf.bitsPerPixel / 8;
   const out = Buffer.alloc(w * h * bytes);
   let offset = 0;

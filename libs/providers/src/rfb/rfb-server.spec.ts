@@ -62,7 +62,18 @@ describe('RFB server', () => {
 
   it('honours SetPixelFormat (16 bpp big-endian) and clips requests to the framebuffer', async () => {
     const { client, reader } = await connected();
-    const rgb565: PixelFormat = { ...DEFAULT_PIXEL_FORMAT, bitsPerPixel: 16, depth: 16, bigEndian: true, redMax: 31, greenMax: 63, blueMax: 31, redShift: 11, greenShift: 5, blueShift: 0 };
+    const rgb565: PixelFormat = {
+      ...DEFAULT_PIXEL_FORMAT,
+      bitsPerPixel: 16,
+      depth: 16,
+      bigEndian: true,
+      redMax: 31,
+      greenMax: 63,
+      blueMax: 31,
+      redShift: 11,
+      greenShift: 5,
+      blueShift: 0,
+    };
     client.write(Buffer.concat([Buffer.from([0, 0, 0, 0]), encodePixelFormat(rgb565)]));
     client.write(updateRequest(false, 60, 30, 100, 100));
     const [rect] = await readUpdate(reader, 2);
@@ -84,7 +95,13 @@ describe('RFB server', () => {
     client.write(updateRequest(false, 0, 0, 2, 2));
     const [rect] = await readUpdate(reader, 4);
     expect(rect).toMatchObject({ w: 2, h: 2 });
-    expect(session.stats).toEqual({ updates: 1, keyEvents: 1, pointerEvents: 1, cutTextBytes: text.length + 4, encodings: [0, -223, -258] });
+    expect(session.stats).toEqual({
+      updates: 1,
+      keyEvents: 1,
+      pointerEvents: 1,
+      cutTextBytes: text.length + 4,
+      encodings: [0, -223, -258],
+    });
     client.destroy();
   });
 
@@ -113,7 +130,9 @@ describe('RFB server', () => {
   it('ends the session of a client that fails authentication', async () => {
     const [serverSide, client] = createDuplexPair();
     const session = serveRfb(serverSide, { password: 'right' });
-    await expect(connectRfbServer(client, { password: 'wrong', timeoutMs: 2000 })).rejects.toMatchObject({ reason: 'auth_failed' });
+    await expect(connectRfbServer(client, { password: 'wrong', timeoutMs: 2000 })).rejects.toMatchObject({
+      reason: 'auth_failed',
+    });
     await expect(session.ended).resolves.toBe('handshake_failed');
   });
 });

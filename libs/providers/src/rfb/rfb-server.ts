@@ -8,7 +8,13 @@ import type { Duplex } from 'node:stream';
 import { StreamByteReader } from './byte-reader';
 import { RfbHandshakeError } from './rfb-error';
 import { acceptRfbClient } from './rfb-handshake';
-import { DEFAULT_PIXEL_FORMAT, decodePixelFormat, encodePixelFormat, rawRectangle, type PixelFormat } from './rfb-pixels';
+import {
+  DEFAULT_PIXEL_FORMAT,
+  decodePixelFormat,
+  encodePixelFormat,
+  rawRectangle,
+  type PixelFormat,
+} from './rfb-pixels';
 
 export interface RfbServerOptions {
   /** VNC Authentication with this password; security type None when absent. */
@@ -72,7 +78,10 @@ export class RfbServerSession {
 
   private async run(): Promise<RfbSessionEnd> {
     try {
-      await acceptRfbClient(this.stream, { password: this.options.password, timeoutMs: this.options.handshakeTimeoutMs });
+      await acceptRfbClient(this.stream, {
+        password: this.options.password,
+        timeoutMs: this.options.handshakeTimeoutMs,
+      });
     } catch {
       return this.closedByServer ? 'server_closed' : 'handshake_failed';
     }
@@ -119,7 +128,8 @@ export class RfbServerSession {
       }
       case MSG_FRAMEBUFFER_UPDATE_REQUEST: {
         const body = await reader.read(9);
-        if (body.readUInt8(0) === 0) this.sendUpdate(body.readUInt16BE(1), body.readUInt16BE(3), body.readUInt16BE(5), body.readUInt16BE(7));
+        if (body.readUInt8(0) === 0)
+          this.sendUpdate(body.readUInt16BE(1), body.readUInt16BE(3), body.readUInt16BE(5), body.readUInt16BE(7));
         return;
       }
       case MSG_KEY_EVENT:
@@ -166,7 +176,9 @@ export class RfbServerSession {
     rect.writeUInt16BE(cw, 4);
     rect.writeUInt16BE(ch, 6);
     rect.writeInt32BE(ENCODING_RAW, 8);
-    this.stream.write(Buffer.concat([header, rect, rawRectangle(x0, y0, cw, ch, this.width, this.height, this.pixelFormat)]));
+    this.stream.write(
+      Buffer.concat([header, rect, rawRectangle(x0, y0, cw, ch, this.width, this.height, this.pixelFormat)]),
+    );
   }
 }
 

@@ -23,7 +23,8 @@ export function vncAuthKey(password: string | Buffer): Buffer {
 }
 
 export function vncAuthResponse(challenge: Buffer, password: string | Buffer): Buffer {
-  if (challenge.length !== VNC_CHALLENGE_BYTES) throw new RangeError(`a VNC challenge has ${VNC_CHALLENGE_BYTES} bytes`);
+  if (challenge.length !== VNC_CHALLENGE_BYTES)
+    throw new RangeError(`a VNC challenge has ${VNC_CHALLENGE_BYTES} bytes`);
   const cipher = DES.create({ type: 'encrypt', key: vncAuthKey(password), padding: false });
   return Buffer.from([...cipher.update(challenge), ...cipher.final()]);
 }

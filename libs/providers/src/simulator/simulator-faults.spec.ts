@@ -145,14 +145,18 @@ describe('SimulatorFaults.inject', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 20);
     const started = Date.now();
-    const err = await caught(SimulatorFaults.parse('stop=timeout').inject('stop', ctx(60_000, controller.signal), never));
+    const err = await caught(
+      SimulatorFaults.parse('stop=timeout').inject('stop', ctx(60_000, controller.signal), never),
+    );
     expect(err.code).toBe('PROVIDER_TIMEOUT');
     expect(err.details).toMatchObject({ reason: 'aborted' });
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('returns normally when no rule fires', async () => {
-    await expect(SimulatorFaults.parse('start=fail@0.5').inject('start', ctx(1000), () => 0.7)).resolves.toBeUndefined();
+    await expect(
+      SimulatorFaults.parse('start=fail@0.5').inject('start', ctx(1000), () => 0.7),
+    ).resolves.toBeUndefined();
   });
 });
 

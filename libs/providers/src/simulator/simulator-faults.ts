@@ -59,7 +59,10 @@ function parseRule(spec: string, entry: string): FaultRule {
       if (code !== undefined) throw parseError(spec, `${operation} has more than one error code`);
       if (mode === 'timeout') throw parseError(spec, `${operation}=timeout takes no error code`);
       if (!isErrorCode(body)) {
-        throw parseError(spec, `unknown error code "${body}" for ${operation} (expected one of ${ERROR_CODES.join(', ')})`);
+        throw parseError(
+          spec,
+          `unknown error code "${body}" for ${operation} (expected one of ${ERROR_CODES.join(', ')})`,
+        );
       }
       code = body;
     } else {
@@ -174,7 +177,12 @@ export class SimulatorFaults {
     if (!rule) return;
     if (rule.mode === 'fail') {
       // Injected faults model transient provider trouble, so they are retryable whatever the code.
-      throw new HcpError(rule.code, `simulator ${operation} failed (injected fault)`, { operation, injected: true }, true);
+      throw new HcpError(
+        rule.code,
+        `simulator ${operation} failed (injected fault)`,
+        { operation, injected: true },
+        true,
+      );
     }
     await spendWithinCall(Infinity, ctx, `${operation} (injected timeout)`);
   }

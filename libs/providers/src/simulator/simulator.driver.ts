@@ -59,7 +59,10 @@ export function simulatorLatency(overrides: Partial<SimulatorLatency> = {}): Sim
   const latency: SimulatorLatency = { ...DEFAULT_SIMULATOR_LATENCY, ...overrides };
   for (const [key, value] of Object.entries(latency)) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-      throw new HcpError('INVALID_REQUEST', `simulator latency ${key} must be a finite number >= 0, got ${String(value)}`);
+      throw new HcpError(
+        'INVALID_REQUEST',
+        `simulator latency ${key} must be a finite number >= 0, got ${String(value)}`,
+      );
     }
   }
   if (latency.jitter > 1) {
@@ -160,7 +163,8 @@ export class SimulatorDriver implements ProviderDriver {
       switch (vm.phase) {
         case 'cloning':
           await this.step('cloneMs', ctx, 'clone');
-          vm = (await this.state.advancePhase(hcpId, 'cloning', 'configuring')) ?? (await this.state.findByHcpId(hcpId));
+          vm =
+            (await this.state.advancePhase(hcpId, 'cloning', 'configuring')) ?? (await this.state.findByHcpId(hcpId));
           break;
         case 'configuring':
           await this.step('configureMs', ctx, 'configure');
@@ -248,7 +252,10 @@ export class SimulatorDriver implements ProviderDriver {
   async openConsole(hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ProviderConsole> {
     await this.begin('console', ctx);
     if (!CAPABILITIES.console_types.includes(type)) {
-      throw new HcpError('FEATURE_NOT_SUPPORTED', `the simulator offers no ${type} console`, { capability: 'console', console_type: type });
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `the simulator offers no ${type} console`, {
+        capability: 'console',
+        console_type: type,
+      });
     }
     const vm = await this.requireReady(hcpId);
     if (vm.power_state !== 'running') throw conflict(`VM ${hcpId} is not running`, { power_state: vm.power_state });

@@ -25,7 +25,9 @@ export interface ProviderRef {
 }
 
 /** What a driver needs to build a VM: the tenant's request, with the image and size resolved. */
-export interface CreateVmSpec extends Pick<VmCreateRequestedData, 'project_id' | 'name' | 'ssh_keys' | 'user_data' | 'tags' | 'power_on'>, VmResources {
+export interface CreateVmSpec
+  extends Pick<VmCreateRequestedData, 'project_id' | 'name' | 'ssh_keys' | 'user_data' | 'tags' | 'power_on'>,
+    VmResources {
   hcp_id: string;
   /** The image's reference on this provider (template, image path, ...). */
   image_ref: string;

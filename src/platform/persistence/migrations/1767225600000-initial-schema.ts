@@ -112,7 +112,15 @@ export class InitialSchema1767225600000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const table of ['flavors', 'images', 'zones', 'job_read_model', 'vm_read_model', 'projection_checkpoints', 'job_queue']) {
+    for (const table of [
+      'flavors',
+      'images',
+      'zones',
+      'job_read_model',
+      'vm_read_model',
+      'projection_checkpoints',
+      'job_queue',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${table}`);
     }
     await dropSimulatorSchema(q);

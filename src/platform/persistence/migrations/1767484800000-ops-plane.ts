@@ -58,7 +58,13 @@ export class OpsPlane1767484800000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const table of ['cluster_usage', 'cluster_allocations', 'provider_health', 'provider_credentials', 'ops_resources']) {
+    for (const table of [
+      'cluster_usage',
+      'cluster_allocations',
+      'provider_health',
+      'provider_credentials',
+      'ops_resources',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${table}`);
     }
     await q.query(`

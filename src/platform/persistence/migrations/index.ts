@@ -5,4 +5,10 @@ import { OpsPlane1767484800000 } from './1767484800000-ops-plane';
 import { AuditAndMetering1767571200000 } from './1767571200000-audit-and-metering';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
-export const MIGRATIONS = [InitialSchema1767225600000, IdempotencyKeys1767312000000, ProjectQuotas1767398400000, OpsPlane1767484800000, AuditAndMetering1767571200000];
+export const MIGRATIONS = [
+  InitialSchema1767225600000,
+  IdempotencyKeys1767312000000,
+  ProjectQuotas1767398400000,
+  OpsPlane1767484800000,
+  AuditAndMetering1767571200000,
+];
