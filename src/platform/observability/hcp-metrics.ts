@@ -47,6 +47,16 @@ export class HcpMetrics {
     help: 'Events in the store not yet applied, per projection',
     labelNames: ['projection'] as const,
   });
+  readonly projectionDeadLetters = new Counter({
+    name: 'hcp_projection_dead_letters_total',
+    help: 'Events a projection could not apply and recorded as dead letters, per projection',
+    labelNames: ['projection'] as const,
+  });
+  readonly projectionDeadLettersOpen = new Gauge({
+    name: 'hcp_projection_dead_letters_open',
+    help: 'Dead letters still open (neither resolved by a retry nor skipped), per projection',
+    labelNames: ['projection'] as const,
+  });
 
   readonly consoleConnections = new Counter({
     name: 'hcp_console_connections_total',

@@ -3,6 +3,7 @@ import { IdempotencyKeys1767312000000 } from './1767312000000-idempotency-keys';
 import { ProjectQuotas1767398400000 } from './1767398400000-project-quotas';
 import { OpsPlane1767484800000 } from './1767484800000-ops-plane';
 import { AuditAndMetering1767571200000 } from './1767571200000-audit-and-metering';
+import { ProjectionDeadLetters1767657600000 } from './1767657600000-projection-dead-letters';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   ProjectQuotas1767398400000,
   OpsPlane1767484800000,
   AuditAndMetering1767571200000,
+  ProjectionDeadLetters1767657600000,
 ];
