@@ -1,7 +1,16 @@
 // What the application may use of the projections: the runner, the read models and their row types.
 // Everything else in this folder is a projection's own business.
 export type { Projection } from './runner/projection';
-export { ProjectionRunner } from './runner/projection-runner';
+export { ProjectionRunner, type ProjectionRunnerOptions } from './runner/projection-runner';
+export {
+  DEAD_LETTER_STATUSES,
+  retryDeadLetter,
+  skipDeadLetter,
+  type DeadLetter,
+  type DeadLetterRecorded,
+  type DeadLetterStatus,
+  type RetryOutcome,
+} from './runner/dead-letters';
 export { ProjectionCheckpoint } from './runner/projection-checkpoint.entity';
 export { rebuildProjection, type RebuildResult, type RebuildableProjection } from './runner/projection-rebuild';
 export { readModelProjections, SILENT_SINKS, type ReadModelSinks } from './read-models';

@@ -1,13 +1,26 @@
 import { Logger } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { DomainEventCodec, EventStore, RecordedEvent, START_POSITION, Subscription } from '@hcp/eventstore';
+import {
+  CheckpointMovedError,
+  DeadLetterRecorded,
+  errorText,
+  insertDeadLetter,
+  isTransientFailure,
+} from './dead-letters';
 import { Projection } from './projection';
 
 export interface ProjectionRunnerOptions {
   batchSize: number;
-  /** Wait between tries to become the active instance, and before restarting after a failure. */
+  /** Wait between tries to become the active instance, before restarting after a failure, and between tries of one event. */
   retryMs: number;
+  /** Tries of one event alone, each failing for a reason not classified transient, before it is dead-lettered. */
+  deadLetterAfter?: number;
+  /** Told of every dead letter recorded (metrics); called after its transaction commits. */
+  onDeadLetter?: (recorded: DeadLetterRecorded) => void;
 }
+
+export const DEFAULT_DEAD_LETTER_AFTER = 3;
 
 export interface ProjectionStatus {
   name: string;
@@ -18,8 +31,24 @@ export interface ProjectionStatus {
 /**
  * Runs one projection: one active instance across all processes (a PostgreSQL advisory lock; the others
  * stand by), a catch-up-then-live subscription from the stored checkpoint, and micro-batches applied in
- * one transaction each together with the checkpoint. Any failure restarts it from the checkpoint, so an
- * event is applied exactly once to the rows, whatever crashes.
+ * one transaction each together with the checkpoint. A transient failure restarts it from the checkpoint,
+ * so an event is applied exactly once to the rows, whatever crashes.
+ *
+ * No poison event stops it. The rule for when an event is dead-lettered rather than retried forever:
+ * 1. a failure classified transient (`isTransientFailure`: connection, timeout, serialization, broker not
+ *    acknowledging, checkpoint moved) is never the event's: restart from the checkpoint, as always;
+ * 2. any other failure of a batch re-applies that batch event by event (each in its own transaction with
+ *    the checkpoint), which isolates the event that fails on its own;
+ * 3. that event is tried alone `deadLetterAfter` times (3 by default, `retryMs` apart), every try failing
+ *    for a non-transient reason;
+ * 4. then a control: the last event this run applied is applied again in a transaction that is rolled
+ *    back. If it fails too, the projection is broken for every event (a missing table, a bad release):
+ *    nothing is dead-lettered and the runner restarts, so a broken projection never empties its stream
+ *    into the dead letters. (With no such event since the start of the run, rules 1 to 3 decide alone.)
+ * Only then is the event recorded in `projection_dead_letters`, in the transaction that moves the
+ * checkpoint past it; the runner goes on with the next event, and ops retry or skip it
+ * (`/v1/ops/dead-letters`). The control re-runs the event's external effects (a publication, a job
+ * admission): they are idempotent already, since a batch is replayed after any crash.
  */
 export class ProjectionRunner {
   private readonly logger: Logger;
@@ -33,6 +62,8 @@ export class ProjectionRunner {
   private failRun: ((err: unknown) => void) | null = null;
   private loop: Promise<void> | null = null;
   private sleeping: { timer: NodeJS.Timeout; resolve: () => void } | null = null;
+  /** The last event this run applied without error: the control of rule 4. */
+  private lastApplied: RecordedEvent | null = null;
 
   constructor(
     private readonly db: DataSource,
@@ -91,6 +122,7 @@ export class ProjectionRunner {
   private async runActive(): Promise<void> {
     this.pending = [];
     this.flushChain = Promise.resolve();
+    this.lastApplied = null;
     this.position = await this.readCheckpoint(this.db.manager);
     await new Promise<void>((_resolve, reject) => {
       this.failRun = reject;
@@ -126,14 +158,98 @@ export class ProjectionRunner {
 
   private async applyBatch(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
-    const decoded = batch.filter((e) => this.codec.knows(e)).map((e) => this.codec.decode(e));
+    try {
+      await this.applyInOneTransaction(batch);
+    } catch (err) {
+      if (this.stopped || isTransientFailure(err)) throw err;
+      // Rule 2: the batch event by event; an event before the bad one is applied (and checkpointed) alone.
+      for (const event of batch) await this.applyAlone(event, batch.length === 1 ? err : null);
+    }
+  }
+
+  /** Events and checkpoint in one transaction (the position moves only if the rows are written). */
+  private async applyInOneTransaction(batch: RecordedEvent[]): Promise<void> {
     const previous = this.position;
     const last = batch[batch.length - 1].position;
     await this.db.transaction(async (tx) => {
-      await this.projection.apply(decoded, tx);
+      await this.projection.apply(this.decode(batch), tx);
       await this.writeCheckpoint(tx, previous, last);
     });
     this.position = last;
+    this.lastApplied = batch[batch.length - 1];
+  }
+
+  /** Decoded inside the try: an event no upcaster can read is as much a poison as one `apply` refuses. */
+  private decode(batch: RecordedEvent[]) {
+    return batch.filter((e) => this.codec.knows(e)).map((e) => this.codec.decode(e));
+  }
+
+  /** Rules 3 and 4: one event, tried alone until it succeeds, fails transiently, or is dead-lettered. */
+  private async applyAlone(event: RecordedEvent, firstFailure: unknown): Promise<void> {
+    const tries = Math.max(1, this.options.deadLetterAfter ?? DEFAULT_DEAD_LETTER_AFTER);
+    let failure = firstFailure;
+    let attempts = firstFailure === null ? 0 : 1;
+    while (attempts < tries) {
+      if (attempts > 0) await this.pause();
+      try {
+        await this.applyInOneTransaction([event]);
+        return;
+      } catch (err) {
+        if (this.stopped || isTransientFailure(err)) throw err;
+        failure = err;
+        attempts++;
+      }
+    }
+    if (await this.controlFails()) throw failure;
+    await this.deadLetter(event, failure, attempts);
+  }
+
+  /** Rule 4: whether the last good event fails too now (a rolled-back transaction; no checkpoint). */
+  private async controlFails(): Promise<boolean> {
+    const control = this.lastApplied;
+    if (!control) return false;
+    const rolledBack = new Error('control applied; rolled back');
+    try {
+      await this.db.transaction(async (tx) => {
+        await this.projection.apply(this.decode([control]), tx);
+        throw rolledBack;
+      });
+    } catch (err) {
+      if (err === rolledBack) return false;
+      this.logger.error(
+        `not dead-lettering: event ${control.id} that applied before fails now too (${errorText(err)}); the projection, not the event, is at fault`,
+      );
+      return true;
+    }
+    return false;
+  }
+
+  private async deadLetter(event: RecordedEvent, failure: unknown, attempts: number): Promise<void> {
+    const previous = this.position;
+    const error = errorText(failure);
+    const id = await this.db.transaction(async (tx) => {
+      const letterId = await insertDeadLetter(tx, this.projection.name, event, error, attempts);
+      await this.writeCheckpoint(tx, previous, event.position);
+      return letterId;
+    });
+    this.position = event.position;
+    this.logger.error(
+      `dead-lettered event ${event.id} (${event.type} at ${event.position}) after ${attempts} tries: ${error}`,
+    );
+    this.options.onDeadLetter?.({
+      id,
+      projection: this.projection.name,
+      position: event.position,
+      eventId: event.id,
+      eventType: event.type,
+      error,
+    });
+  }
+
+  /** Waits `retryMs` between tries of one event; stop() cuts it short and ends the run. */
+  private async pause(): Promise<void> {
+    await this.sleep(this.options.retryMs);
+    if (this.stopped) throw new Error('stopping');
   }
 
   private async readCheckpoint(em: EntityManager): Promise<bigint> {
@@ -153,7 +269,7 @@ export class ProjectionRunner {
        RETURNING name`,
       [this.projection.name, next.toString(), previous.toString()],
     );
-    if (rows.length !== 1) throw new Error(`checkpoint of ${this.projection.name} moved under us`);
+    if (rows.length !== 1) throw new CheckpointMovedError(this.projection.name);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -19,6 +19,8 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
   readonly runners: ProjectionRunner[] = [];
   private lagProbe: NodeJS.Timeout | null = null;
   private publisher: MessagePublisher | null = null;
+  /** The projections with their live sinks: those this process runs, or built on demand for a retry. */
+  private live: Promise<Projection[]> | null = null;
 
   constructor(
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
@@ -41,14 +43,31 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.roles.includes('projections')) return;
     const { dataSource, eventStore, codec } = this.runtime;
-    const projections = [...readModelProjections(publisherSinks(await this.openPublisher())), ...this.processManagers];
+    const projections = await this.liveProjections();
     for (const projection of projections) {
-      const runner = new ProjectionRunner(dataSource, eventStore, codec, projection);
+      const runner = new ProjectionRunner(dataSource, eventStore, codec, projection, {
+        batchSize: 500,
+        retryMs: 1000,
+        onDeadLetter: ({ projection: name }) => this.metrics.projectionDeadLetters.inc({ projection: name }),
+      });
       runner.start();
       this.runners.push(runner);
     }
     this.lagProbe = setInterval(() => void this.recordLag(), LAG_PROBE_MS);
     this.lagProbe.unref();
+  }
+
+  /**
+   * Every projection with the sinks it publishes to. A dead letter's retry goes through these (never the
+   * silent sinks of a rebuild), so an audit or metering record is published when its event finally applies,
+   * also in a process that does not run the projections itself.
+   */
+  liveProjections(): Promise<Projection[]> {
+    this.live ??= this.openPublisher().then((publisher) => [
+      ...readModelProjections(publisherSinks(publisher)),
+      ...this.processManagers,
+    ]);
+    return this.live;
   }
 
   /**
@@ -83,6 +102,21 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
       this.metrics.projectionPosition.set({ projection: name }, Number(position));
       if (head !== null)
         this.metrics.projectionLag.set({ projection: name }, Number(head > position ? head - position : 0n));
+    }
+    await this.recordOpenDeadLetters().catch(() => undefined);
+  }
+
+  /** Open dead letters per projection this process runs (0 when none: a gauge must come down). */
+  private async recordOpenDeadLetters(): Promise<void> {
+    const rows: Array<{ projection: string; open: number }> = await this.runtime.dataSource.query(
+      `SELECT projection, count(*)::int AS open FROM projection_dead_letters WHERE status = 'open' GROUP BY projection`,
+    );
+    for (const runner of this.runners) {
+      const { name } = runner.status();
+      this.metrics.projectionDeadLettersOpen.set(
+        { projection: name },
+        rows.find((r) => r.projection === name)?.open ?? 0,
+      );
     }
   }
 

@@ -4,6 +4,7 @@ import { conflict, notFound } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { readModelProjections, rebuildProjection, RebuildResult, SILENT_SINKS } from '@hcp/projections';
 import { EVENT_STORE } from '../platform/tokens';
+import { DeadLettersService } from './dead-letters.service';
 import { ProjectionHost } from './projection-host';
 
 export interface ProjectionView {
@@ -15,6 +16,8 @@ export interface ProjectionView {
   updated_at: string | null;
   rebuilding: boolean;
   last_rebuild: RebuildResult | null;
+  /** Open dead letters: events it could not apply and ops have neither retried successfully nor skipped. */
+  dead_letters: number;
 }
 
 /** Ops view and rebuilds of the projections (positions come from the shared checkpoint table). */
@@ -29,14 +32,16 @@ export class ProjectionsService {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly codec: DomainEventCodec,
     private readonly host: ProjectionHost,
+    private readonly deadLetters: DeadLettersService,
   ) {}
 
   async list(): Promise<ProjectionView[]> {
-    const [head, rows] = await Promise.all([
+    const [head, rows, deadLetters] = await Promise.all([
       this.store.headPosition(),
       this.db.query(`SELECT name, position::text AS position, updated_at FROM projection_checkpoints`) as Promise<
         Array<{ name: string; position: string; updated_at: Date }>
       >,
+      this.deadLetters.openCounts(),
     ]);
     const processManagers = this.host.processManagerNames();
     const names = [...readModelProjections(SILENT_SINKS).map((p) => p.name), ...processManagers];
@@ -51,6 +56,7 @@ export class ProjectionsService {
         updated_at: row?.updated_at.toISOString() ?? null,
         rebuilding: this.running.has(name),
         last_rebuild: this.finished.get(name) ?? null,
+        dead_letters: deadLetters.get(name) ?? 0,
       };
     });
   }

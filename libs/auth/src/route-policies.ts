@@ -80,6 +80,9 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'GET /v1/ops/metering': cloudOperator,
   'GET /v1/ops/projections': cloudOperator,
   'POST /v1/ops/projections/:name/rebuild': cloudOperator,
+  'GET /v1/ops/dead-letters': cloudOperator,
+  'POST /v1/ops/dead-letters/:id/retry': cloudOperator,
+  'POST /v1/ops/dead-letters/:id/skip': cloudOperator,
 };
 
 export function routeKey(method: string, path: string): string {
