@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import {
+  checkOpsSpec,
   ClusterSpec,
   conflict,
   EventContext,
@@ -12,7 +13,6 @@ import {
   notFound,
   OpsKind,
   OpsResourceState,
-  OpsSpecs,
   ProviderSpec,
   ZoneSpec,
 } from '@hcp/domain';
@@ -20,6 +20,9 @@ import { DriverFactory } from './drivers/driver-factory';
 import { OpsCatalogQueries } from './ops-catalog.queries';
 import { OpsResourceRepository } from './ops-resource.repository';
 import { ProviderCredentialsStore } from './drivers/provider-credentials.store';
+
+/** A create checks its name against every resource; an update against every other one. */
+type Change = 'create' | 'update';
 
 export type ProviderInput = Omit<ProviderSpec, 'has_credentials'> & { credentials?: Record<string, unknown> };
 
@@ -45,25 +48,14 @@ export class OpsCatalogCommands {
     ctx: EventContext,
     id: string = randomUUID(),
   ): Promise<OpsResourceState<'provider'>> {
-    if (!this.drivers.supports(input.type)) {
-      throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${input.type} in this release`, {
-        capability: `provider:${input.type}`,
-      });
-    }
-    await this.assertNameFree('provider', input.name);
     const { credentials, ...rest } = input;
-    await this.drivers.validate({
-      providerId: id,
-      provider: { ...rest, has_credentials: Boolean(credentials) },
-      credentials: credentials ?? null,
-      clusterId: `${id}:validate`,
-      cluster: null,
-    });
+    const spec: ProviderSpec = { ...rest, has_credentials: Boolean(credentials) };
+    await this.checkProvider(id, spec, credentials ?? null, 'create');
     if (credentials) await this.credentials.put(id, credentials);
     return this.repo.execute(
       'provider',
       id,
-      () => ({ type: 'register', id, spec: { ...rest, has_credentials: Boolean(credentials) } }),
+      () => ({ type: 'register', id, spec: checkOpsSpec('provider', spec) }),
       ctx,
     );
   }
@@ -77,15 +69,18 @@ export class OpsCatalogCommands {
     const current = await this.live('provider', id);
     if (rest.type && rest.type !== current.spec.type)
       throw invalidField('type', 'the type of a provider cannot change');
-    if (rest.name) await this.assertNameFree('provider', rest.name, id);
+    const merge = (spec: ProviderSpec): ProviderSpec => ({
+      ...spec,
+      ...rest,
+      has_credentials: spec.has_credentials || Boolean(credentials),
+    });
+    // The driver reads the new settings with the credentials they will be used with.
+    await this.checkProvider(id, merge(current.spec), credentials ?? (await this.credentials.get(id)), 'update');
     if (credentials) await this.credentials.put(id, credentials);
     return this.repo.execute(
       'provider',
       id,
-      (now) => ({
-        type: 'update',
-        spec: { ...now!.spec, ...rest, has_credentials: now!.spec.has_credentials || Boolean(credentials) },
-      }),
+      (now) => ({ type: 'update', spec: checkOpsSpec('provider', merge(now!.spec)) }),
       ctx,
     );
   }
@@ -103,9 +98,8 @@ export class OpsCatalogCommands {
     ctx: EventContext,
     id: string = randomUUID(),
   ): Promise<OpsResourceState<'cluster'>> {
-    await this.assertExists('provider', spec.provider_id, 'provider_id');
-    await this.assertNameFree('cluster', spec.name);
-    return this.repo.execute('cluster', id, () => ({ type: 'register', id, spec }), ctx);
+    await this.checkCluster(id, spec, 'create');
+    return this.repo.execute('cluster', id, () => ({ type: 'register', id, spec: checkOpsSpec('cluster', spec) }), ctx);
   }
 
   async updateCluster(
@@ -117,8 +111,13 @@ export class OpsCatalogCommands {
     const current = await this.live('cluster', id);
     if (patch.provider_id && patch.provider_id !== current.spec.provider_id)
       throw invalidField('provider_id', 'a cluster cannot move to another provider');
-    if (patch.name) await this.assertNameFree('cluster', patch.name, id);
-    return this.repo.execute('cluster', id, (now) => ({ type: 'update', spec: { ...now!.spec, ...patch } }), ctx);
+    await this.checkCluster(id, { ...current.spec, ...patch }, 'update');
+    return this.repo.execute(
+      'cluster',
+      id,
+      (now) => ({ type: 'update', spec: checkOpsSpec('cluster', { ...now!.spec, ...patch }) }),
+      ctx,
+    );
   }
 
   async deleteCluster(id: string, ctx: EventContext): Promise<void> {
@@ -129,16 +128,15 @@ export class OpsCatalogCommands {
 
   // --- zones ---------------------------------------------------------------------------------------
   async createZone(id: string, spec: ZoneSpec, ctx: EventContext): Promise<OpsResourceState<'zone'>> {
-    await this.assertClusters(spec.cluster_ids);
-    await this.assertNameFree('zone', spec.name);
-    return this.repo.execute('zone', id, () => ({ type: 'register', id, spec }), ctx);
+    await this.checkZone(id, spec, 'create');
+    return this.repo.execute('zone', id, () => ({ type: 'register', id, spec: checkOpsSpec('zone', spec) }), ctx);
   }
 
+  /** A zone is replaced whole (PUT): the new spec is checked exactly as a create's. */
   async replaceZone(id: string, spec: ZoneSpec, ctx: EventContext): Promise<OpsResourceState<'zone'>> {
     await this.live('zone', id);
-    await this.assertClusters(spec.cluster_ids);
-    await this.assertNameFree('zone', spec.name, id);
-    return this.repo.execute('zone', id, () => ({ type: 'update', spec }), ctx);
+    await this.checkZone(id, spec, 'update');
+    return this.repo.execute('zone', id, () => ({ type: 'update', spec: checkOpsSpec('zone', spec) }), ctx);
   }
 
   async deleteZone(id: string, ctx: EventContext): Promise<void> {
@@ -152,19 +150,18 @@ export class OpsCatalogCommands {
     ctx: EventContext,
     id: string = randomUUID(),
   ): Promise<OpsResourceState<'image'>> {
-    await this.assertNameFree('image', spec.name);
-    await this.assertClusters(Object.keys(spec.provider_refs), 'provider_refs');
-    return this.repo.execute('image', id, () => ({ type: 'register', id, spec }), ctx);
+    await this.checkImage(id, spec, 'create');
+    return this.repo.execute('image', id, () => ({ type: 'register', id, spec: checkOpsSpec('image', spec) }), ctx);
   }
 
   async updateImage(id: string, given: Partial<ImageSpec>, ctx: EventContext): Promise<OpsResourceState<'image'>> {
     const patch = definedOnly(given);
-    if (patch.name) await this.assertNameFree('image', patch.name, id);
-    if (patch.provider_refs) await this.assertClusters(Object.keys(patch.provider_refs), 'provider_refs');
+    const current = await this.live('image', id);
+    await this.checkImage(id, { ...current.spec, ...patch }, 'update');
     return this.repo.execute(
       'image',
       id,
-      (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as ImageSpec }),
+      (now) => ({ type: 'update', spec: checkOpsSpec('image', { ...now!.spec, ...patch }) }),
       ctx,
     );
   }
@@ -179,23 +176,84 @@ export class OpsCatalogCommands {
     ctx: EventContext,
     id: string = randomUUID(),
   ): Promise<OpsResourceState<'flavor'>> {
-    await this.assertNameFree('flavor', spec.name);
-    return this.repo.execute('flavor', id, () => ({ type: 'register', id, spec }), ctx);
+    await this.checkFlavor(id, spec, 'create');
+    return this.repo.execute('flavor', id, () => ({ type: 'register', id, spec: checkOpsSpec('flavor', spec) }), ctx);
   }
 
   async updateFlavor(id: string, given: Partial<FlavorSpec>, ctx: EventContext): Promise<OpsResourceState<'flavor'>> {
     const patch = definedOnly(given);
-    if (patch.name) await this.assertNameFree('flavor', patch.name, id);
+    const current = await this.live('flavor', id);
+    await this.checkFlavor(id, { ...current.spec, ...patch }, 'update');
     return this.repo.execute(
       'flavor',
       id,
-      (now) => ({ type: 'update', spec: { ...now?.spec, ...patch } as FlavorSpec }),
+      (now) => ({ type: 'update', spec: checkOpsSpec('flavor', { ...now!.spec, ...patch }) }),
       ctx,
     );
   }
 
   async deleteFlavor(id: string, ctx: EventContext): Promise<void> {
     await this.repo.execute('flavor', id, () => ({ type: 'delete' }), ctx);
+  }
+
+  // --- one validation per kind, run on what a create or an update would store -----------------------
+  /**
+   * A provider as a create would accept it: a type with a driver, the whole-spec checks (https endpoint
+   * without credentials), a free name, and the driver's own reading of endpoint, TLS, settings and
+   * credentials (no I/O).
+   */
+  private async checkProvider(
+    id: string,
+    spec: ProviderSpec,
+    credentials: Record<string, unknown> | null,
+    change: Change,
+  ): Promise<void> {
+    if (!this.drivers.supports(spec.type)) {
+      throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${spec.type} in this release`, {
+        capability: `provider:${spec.type}`,
+      });
+    }
+    checkOpsSpec('provider', spec);
+    await this.assertNameFree('provider', spec.name, change === 'update' ? id : undefined);
+    await this.drivers.validate({
+      providerId: id,
+      provider: spec,
+      credentials,
+      clusterId: `${id}:validate`,
+      cluster: null,
+    });
+  }
+
+  /** A cluster as a create would accept it: a live provider, a free name, placement hints its driver reads. */
+  private async checkCluster(id: string, spec: ClusterSpec, change: Change): Promise<void> {
+    checkOpsSpec('cluster', spec);
+    const provider = await this.repo.live('provider', spec.provider_id);
+    if (!provider) throw invalidField('provider_id', `unknown provider ${JSON.stringify(spec.provider_id)}`);
+    await this.assertNameFree('cluster', spec.name, change === 'update' ? id : undefined);
+    await this.drivers.validate({
+      providerId: spec.provider_id,
+      provider: provider.spec,
+      credentials: provider.spec.has_credentials ? await this.credentials.get(spec.provider_id) : null,
+      clusterId: id,
+      cluster: spec,
+    });
+  }
+
+  private async checkZone(id: string, spec: ZoneSpec, change: Change): Promise<void> {
+    checkOpsSpec('zone', spec);
+    await this.assertClusters(spec.cluster_ids);
+    await this.assertNameFree('zone', spec.name, change === 'update' ? id : undefined);
+  }
+
+  private async checkImage(id: string, spec: ImageSpec, change: Change): Promise<void> {
+    checkOpsSpec('image', spec);
+    await this.assertNameFree('image', spec.name, change === 'update' ? id : undefined);
+    await this.assertClusters(Object.keys(spec.provider_refs), 'provider_refs');
+  }
+
+  private async checkFlavor(id: string, spec: FlavorSpec, change: Change): Promise<void> {
+    checkOpsSpec('flavor', spec);
+    await this.assertNameFree('flavor', spec.name, change === 'update' ? id : undefined);
   }
 
   // --- checks --------------------------------------------------------------------------------------
@@ -205,10 +263,6 @@ export class OpsCatalogCommands {
   }
 
   /** References are checked on the streams, so a resource registered a moment ago is found. */
-  private async assertExists(kind: keyof OpsSpecs, id: string, field: string): Promise<void> {
-    if (!(await this.repo.live(kind, id))) throw invalidField(field, `unknown ${kind} ${JSON.stringify(id)}`);
-  }
-
   private async assertClusters(ids: string[], field = 'cluster_ids'): Promise<void> {
     const found = await Promise.all(ids.map((id) => this.repo.live('cluster', id)));
     const missing = ids.filter((_, i) => !found[i]);

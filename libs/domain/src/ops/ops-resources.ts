@@ -1,10 +1,11 @@
-import { conflict, notFound } from '../errors';
+import { conflict, invalidField, notFound } from '../errors';
 import { DomainEvent } from '../events/domain-event';
 
 /**
  * What ops register: providers, clusters, zones, images and flavors. Each is an aggregate with its own
  * stream (`<kind>-<id>`) and three facts: registered, updated (with the whole new spec), deleted. The
- * specs are plain data; what they must satisfy beyond their shape is checked by the commands.
+ * specs are plain data; what a whole spec must satisfy is `checkOpsSpec` (pure, below) and the commands'
+ * checks (references, names, the driver's reading of settings).
  */
 export const OPS_KINDS = ['provider', 'cluster', 'zone', 'image', 'flavor'] as const;
 export type OpsKind = (typeof OPS_KINDS)[number];
@@ -144,4 +145,42 @@ export function decideOpsResource<K extends OpsKind>(
 
 function pascal<K extends OpsKind>(kind: K): Pascal<K> {
   return `${kind[0].toUpperCase()}${kind.slice(1)}` as Pascal<K>;
+}
+
+const MAX_ENDPOINT_LENGTH = 2048;
+
+/**
+ * What a whole ops spec must satisfy beyond its shape, whichever request produced it. A create checks
+ * the spec it was given, an update the spec it would store (the current spec with the patch merged in),
+ * so no update can store what a create would refuse. Checks that need I/O (references, names, the
+ * driver's reading of settings) are the commands'; this is the pure part, run again on the spec decided
+ * on the stream. Throws INVALID_REQUEST naming the field.
+ */
+export function checkOpsSpec<K extends OpsKind>(kind: K, spec: OpsSpecs[K]): OpsSpecs[K] {
+  if (kind === 'provider') checkProviderSpec(spec as ProviderSpec);
+  return spec;
+}
+
+function checkProviderSpec(spec: ProviderSpec): void {
+  if (spec.endpoint !== null) checkEndpoint(spec.endpoint);
+}
+
+/**
+ * A provider endpoint is https and carries no credentials: the endpoint is stored in events and
+ * returned by GET, while credentials live sealed apart; plain http would send them in the clear.
+ */
+function checkEndpoint(endpoint: string): void {
+  if (endpoint.length > MAX_ENDPOINT_LENGTH)
+    throw invalidField('endpoint', `endpoint must be at most ${MAX_ENDPOINT_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw invalidField('endpoint', 'endpoint must be a URL, e.g. https://pve1.example.org:8006');
+  }
+  if (url.protocol !== 'https:') throw invalidField('endpoint', 'endpoint must use https');
+  // `@` before the host is userinfo even when URL parsing left username empty (`https://:pw@host`).
+  if (url.username || url.password || /^https:\/\/[^/?#]*@/i.test(endpoint))
+    throw invalidField('endpoint', 'endpoint must not carry credentials; give them in `credentials`');
+  if (!url.hostname) throw invalidField('endpoint', 'endpoint must name a host');
 }
