@@ -41,10 +41,12 @@ export interface ProjectionStatus {
  *    the checkpoint), which isolates the event that fails on its own;
  * 3. that event is tried alone `deadLetterAfter` times (3 by default, `retryMs` apart), every try failing
  *    for a non-transient reason;
- * 4. then a control: the last event this run applied is applied again in a transaction that is rolled
- *    back. If it fails too, the projection is broken for every event (a missing table, a bad release):
- *    nothing is dead-lettered and the runner restarts, so a broken projection never empties its stream
- *    into the dead letters. (With no such event since the start of the run, rules 1 to 3 decide alone.)
+ * 4. then a control: the last event the projection applied (remembered, or after a process restart the
+ *    one at its checkpoint) is applied again in a transaction that is rolled back. If it fails too, the
+ *    projection is broken for every event (a missing table, a bad release): nothing is dead-lettered and
+ *    the runner restarts, so a broken projection never empties its stream into the dead letters. (With
+ *    no such event, a projection that never applied one or whose checkpoint is a dead letter, rules 1
+ *    to 3 decide alone.)
  * Only then is the event recorded in `projection_dead_letters`, in the transaction that moves the
  * checkpoint past it; the runner goes on with the next event, and ops retry or skip it
  * (`/v1/ops/dead-letters`). The control re-runs the event's external effects (a publication, a job
@@ -62,7 +64,7 @@ export class ProjectionRunner {
   private failRun: ((err: unknown) => void) | null = null;
   private loop: Promise<void> | null = null;
   private sleeping: { timer: NodeJS.Timeout; resolve: () => void } | null = null;
-  /** The last event this run applied without error: the control of rule 4. */
+  /** The last event this runner applied without error: the control of rule 4 (kept across restarts). */
   private lastApplied: RecordedEvent | null = null;
 
   constructor(
@@ -122,7 +124,6 @@ export class ProjectionRunner {
   private async runActive(): Promise<void> {
     this.pending = [];
     this.flushChain = Promise.resolve();
-    this.lastApplied = null;
     this.position = await this.readCheckpoint(this.db.manager);
     await new Promise<void>((_resolve, reject) => {
       this.failRun = reject;
@@ -206,7 +207,7 @@ export class ProjectionRunner {
 
   /** Rule 4: whether the last good event fails too now (a rolled-back transaction; no checkpoint). */
   private async controlFails(): Promise<boolean> {
-    const control = this.lastApplied;
+    const control = this.lastApplied ?? (await this.checkpointEvent());
     if (!control) return false;
     const rolledBack = new Error('control applied; rolled back');
     try {
@@ -222,6 +223,21 @@ export class ProjectionRunner {
       return true;
     }
     return false;
+  }
+
+  /**
+   * After a process restart: the event at the checkpoint, which this projection applied (unless it is a
+   * dead letter itself, which cannot be a control).
+   */
+  private async checkpointEvent(): Promise<RecordedEvent | null> {
+    if (this.position === START_POSITION) return null;
+    const [event] = await this.store.readAll(this.position - 1n, 1);
+    if (!event || event.position !== this.position) return null;
+    const dead: unknown[] = await this.db.query(
+      `SELECT 1 FROM projection_dead_letters WHERE projection = $1 AND event_id = $2`,
+      [this.projection.name, event.id],
+    );
+    return dead.length ? null : event;
   }
 
   private async deadLetter(event: RecordedEvent, failure: unknown, attempts: number): Promise<void> {
