@@ -3,7 +3,7 @@ import { ROUTE_POLICIES } from '@hcp/auth';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
-import { createTestDatabase, TestDatabase } from '../support/test-database';
+import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
 
 /**
  * Every route of the route table x every role x own project / foreign project / no binding, with the
@@ -92,6 +92,9 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'GET /v1/ops/metering': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/projections': { roles: CLOUD, ok: 200 },
   'POST /v1/ops/projections/:name/rebuild': { roles: CLOUD, ok: 202 },
+  'GET /v1/ops/dead-letters': { roles: CLOUD, ok: 200 },
+  'POST /v1/ops/dead-letters/:id/retry': { roles: CLOUD, ok: 200 },
+  'POST /v1/ops/dead-letters/:id/skip': { roles: CLOUD, ok: 200 },
 };
 
 function expectedStatus(route: string, caller: Caller, relation: Relation): number {
@@ -126,6 +129,7 @@ describe('authorization matrix', () => {
     zone: '',
     image: '',
     flavor: '',
+    'dead-letter': '',
   };
   let opsAdmin: ApiClient;
   let serial = 0;
@@ -151,6 +155,15 @@ describe('authorization matrix', () => {
     fixtures.zone = await freshOps('zone');
     fixtures.image = await freshOps('image');
     fixtures.flavor = await freshOps('flavor');
+    // A dead letter whose event is not in the store: a permitted retry answers 200 and leaves it open.
+    fixtures['dead-letter'] = randomUUID();
+    await queryDatabase(
+      db.url,
+      `INSERT INTO projection_dead_letters (id, projection, position, event_id, stream_id, stream_revision, event_type,
+         error, attempts, status, first_failed_at, last_failed_at, updated_at)
+       VALUES ($1, 'audit', 0, $2, 'request-matrix', 0, 'RequestRefused', 'fixture', 1, 'open', now(), now(), now())`,
+      [fixtures['dead-letter'], randomUUID()],
+    );
   });
 
   afterAll(async () => {
