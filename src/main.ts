@@ -8,6 +8,7 @@ import { AppModule } from './app.module';
 import { expressErrorHandler } from './http/errors/hcp-exception.filter';
 import { requestIdMiddleware } from './http/request/request-id';
 import { inputGuard } from './http/validation/input-guard';
+import { requireJsonBody } from './http/validation/media-type';
 import { httpMetrics } from './platform/observability/http-metrics.middleware';
 import { HcpMetrics } from './platform/observability/hcp-metrics';
 import { securityHeaders } from './http/security-headers';
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
   app.use(httpMetrics(app.get(HcpMetrics)));
   app.use(securityHeaders());
   app.use('/console/assets', webconsoleAssets());
+  app.use(requireJsonBody);
   app.use(json({ limit: LIMITS.bodyBytes, strict: true }));
   app.use(inputGuard);
   app.use(expressErrorHandler(new NestLogger('http')));

@@ -57,6 +57,7 @@ import { createTestDatabase, TestDatabase } from '../support/test-database';
 /** API.md, "Errors": every code and the one HTTP status it is answered with. */
 const TAXONOMY: Readonly<Record<string, number>> = {
   INVALID_REQUEST: 400,
+  UNSUPPORTED_MEDIA_TYPE: 415,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,

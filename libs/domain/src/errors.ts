@@ -4,6 +4,7 @@
  */
 export const ERROR_CODES = [
   'INVALID_REQUEST',
+  'UNSUPPORTED_MEDIA_TYPE',
   'UNAUTHORIZED',
   'FORBIDDEN',
   'NOT_FOUND',
@@ -20,6 +21,8 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   INVALID_REQUEST: 400,
+  // Its own code, as each code has one status: the body was not read, so nothing in it was found wrong.
+  UNSUPPORTED_MEDIA_TYPE: 415,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
