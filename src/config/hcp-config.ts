@@ -48,6 +48,8 @@ export interface HcpConfig {
   };
   seedCatalog: boolean;
   rateLimit: { perActorPerMinute: number; perProjectPerMinute: number };
+  /** How many refusals are written: the rest are counted (see src/http/rate-limit/refusal-budget.ts). */
+  refusals: { recordedPerMinute: number; anonymousPerMinute: number };
   providerHealthIntervalMs: number;
   console: {
     /** How long a console token may wait for its (single) connection. */
@@ -56,6 +58,8 @@ export interface HcpConfig {
     maxSessionMs: number;
     /** Public base URL of HCP as clients reach it (behind the gateway); null: taken from each request's Host. */
     publicUrl: string | null;
+    /** Refused connections recorded per session and per client address per minute; the rest are counted. */
+    refusalsRecordedPerMinute: number;
   };
   /** Kafka for audit and metering; no brokers means the log. */
   messaging: MessagingConfig;
@@ -146,6 +150,24 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     name: 'HCP_RATE_LIMIT_PROJECT_PER_MINUTE',
     default: '3000',
     description: 'requests to one project per minute, all actors together (per API process)',
+  },
+  {
+    name: 'HCP_REFUSALS_RECORDED_PER_MINUTE',
+    default: '30',
+    description:
+      'refused requests recorded one by one per client address and per actor per minute (per API process); further ones are counted into one RequestRefusalsSuppressed event per minute',
+  },
+  {
+    name: 'HCP_REFUSALS_ANONYMOUS_PER_MINUTE',
+    default: '600',
+    description:
+      'refused anonymous requests one client address may make per minute (per API process) before HCP answers 429 RATE_LIMITED without recording them',
+  },
+  {
+    name: 'HCP_CONSOLE_REFUSALS_RECORDED_PER_MINUTE',
+    default: '10',
+    description:
+      'refused console connections recorded per session and per client address per minute (per process); further ones are only counted in hcp_refusals_total',
   },
   {
     name: 'HCP_PROVIDER_HEALTH_INTERVAL_MS',
@@ -295,6 +317,7 @@ export function loadConfig(
       connectTimeoutMs: int('HCP_CONSOLE_CONNECT_TIMEOUT_S', 1, 3600) * 1000,
       maxSessionMs: int('HCP_CONSOLE_MAX_SESSION_S', 10, 7 * 86_400) * 1000,
       publicUrl: url('HCP_PUBLIC_URL', ['https:', 'http:'])?.replace(/\/+$/, '') ?? null,
+      refusalsRecordedPerMinute: int('HCP_CONSOLE_REFUSALS_RECORDED_PER_MINUTE', 0, 1_000_000),
     },
     messaging: (() => {
       try {
@@ -307,6 +330,10 @@ export function loadConfig(
     rateLimit: {
       perActorPerMinute: int('HCP_RATE_LIMIT_ACTOR_PER_MINUTE', 1, 10_000_000),
       perProjectPerMinute: int('HCP_RATE_LIMIT_PROJECT_PER_MINUTE', 1, 10_000_000),
+    },
+    refusals: {
+      recordedPerMinute: int('HCP_REFUSALS_RECORDED_PER_MINUTE', 0, 1_000_000),
+      anonymousPerMinute: int('HCP_REFUSALS_ANONYMOUS_PER_MINUTE', 1, 10_000_000),
     },
   };
   if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl)

@@ -75,7 +75,9 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
       );
     let connected: ConnectedConsole;
     try {
-      connected = await this.connector.connect(sessionId, url.searchParams.get('token') ?? '', traceId);
+      // The socket's peer, as Express's req.ip is without a trusted proxy: who is refused, if refused.
+      const clientAddress = req.socket.remoteAddress ?? null;
+      connected = await this.connector.connect(sessionId, url.searchParams.get('token') ?? '', traceId, clientAddress);
     } catch (err) {
       const error = toTaxonomyError(err);
       this.metrics.consoleConnections.inc({ outcome: error.code });

@@ -8,6 +8,7 @@ import { PeriodicTasks } from '../platform/background/periodic-tasks';
 import { AccessGuard } from './auth/access.guard';
 import { BreakGlassRecorder } from './auth/break-glass.recorder';
 import { HcpExceptionFilter } from './errors/hcp-exception.filter';
+import { REFUSAL_WINDOW_MS, RefusalLedger } from './errors/refusal-ledger';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { rateLimits, RateLimitGuard } from './rate-limit/rate-limit.guard';
@@ -26,6 +27,7 @@ export class HttpModule implements OnModuleInit {
   constructor(
     private readonly idempotency: IdempotencyStore,
     private readonly tasks: PeriodicTasks,
+    private readonly refusals: RefusalLedger,
   ) {}
 
   static forRoot(config: HcpConfig): DynamicModule {
@@ -40,6 +42,7 @@ export class HttpModule implements OnModuleInit {
         BreakGlassRecorder,
         RequestRecorder,
         IdempotencyStore,
+        RefusalLedger,
         // Guards run in this order: who is calling and may they, then how often.
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
@@ -58,6 +61,13 @@ export class HttpModule implements OnModuleInit {
       name: 'purging idempotency keys',
       intervalMs: IDEMPOTENCY_PURGE_MS,
       run: () => this.idempotency.purgeExpired(),
+    });
+    // Per process, as the budget is: each API process writes the summaries of what it counted.
+    this.tasks.register({
+      role: 'api',
+      name: 'recording suppressed refusals',
+      intervalMs: REFUSAL_WINDOW_MS,
+      run: () => this.refusals.writeSummaries(),
     });
   }
 }

@@ -1,7 +1,12 @@
-import { CONSOLE_SESSION_EVENT_VERSIONS, ConsoleSessionEvent } from './console/console-session.events';
+import {
+  CONSOLE_SESSION_EVENT_VERSIONS,
+  ConsoleSessionEvent,
+  upcastConsoleSessionRefusedV1,
+} from './console/console-session.events';
 import { JOB_EVENT_VERSIONS, JobEvent } from './job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from './ops/ops-resources';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent } from './quota/quota.events';
+import { REFUSAL_EVENT_VERSIONS, RefusalEvent } from './refusal/refusal.events';
 import { REQUEST_EVENT_VERSIONS, RequestEvent } from './security/request.events';
 import { SECURITY_EVENT_VERSIONS, SecurityEvent } from './security/security.events';
 import { VM_EVENT_VERSIONS, VmEvent } from './vm/vm.events';
@@ -14,20 +19,23 @@ export type HcpEvent =
   | OpsResourceEvent
   | QuotaEvent
   | RequestEvent
+  | RefusalEvent
   | ConsoleSessionEvent;
 
 /**
- * The upcasters of every HCP event type. All types are at version 1 in this release; a change of shape
- * registers its step here, e.g. `.register('VmStarted', 1, (d) => ({ ...d, new_field: null }))`.
+ * The upcasters of every HCP event type. A change of shape registers its step here, e.g.
+ * `.register('VmStarted', 1, (d) => ({ ...d, new_field: null }))`.
  */
 export function createHcpUpcasters(): UpcasterRegistry {
-  return new UpcasterRegistry({
+  const registry = new UpcasterRegistry({
     ...VM_EVENT_VERSIONS,
     ...JOB_EVENT_VERSIONS,
     ...SECURITY_EVENT_VERSIONS,
     ...OPS_EVENT_VERSIONS,
     ...QUOTA_EVENT_VERSIONS,
     ...REQUEST_EVENT_VERSIONS,
+    ...REFUSAL_EVENT_VERSIONS,
     ...CONSOLE_SESSION_EVENT_VERSIONS,
   });
+  return registry.register('ConsoleSessionRefused', 1, upcastConsoleSessionRefusedV1);
 }

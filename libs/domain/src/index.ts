@@ -14,6 +14,7 @@ export * from './ops/placement';
 export * from './quota/quota.events';
 export * from './quota/quota.state-machine';
 export * from './security/request.events';
+export * from './refusal/refusal.events';
 export * from './audit/audit-record';
 export * from './audit/metering-record';
 export * from './console/console-session.events';

@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { HcpError } from '@hcp/domain';
 import { Principal, routeKey } from '@hcp/auth';
 import { RequestRecorder } from '../request/request-recorder';
+import { RefusalLedger } from './refusal-ledger';
 import { envelopeOf, toTaxonomyError } from './error-envelope';
 import { traceIdOf } from '../request/request-id';
 
@@ -11,7 +12,10 @@ import { traceIdOf } from '../request/request-id';
 export class HcpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
-  constructor(private readonly recorder: RequestRecorder) {}
+  constructor(
+    private readonly recorder: RequestRecorder,
+    private readonly refusals: RefusalLedger,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -22,23 +26,49 @@ export class HcpExceptionFilter implements ExceptionFilter {
       renderError(exception, req, res, this.logger);
       return;
     }
-    // A refused request is an audit fact: record it, then answer (an unrecordable refusal is still refused).
+    void this.refuse(exception, error, req, res);
+  }
+
+  /**
+   * A refused request is an audit fact: record it, then answer (an unrecordable refusal is still
+   * refused). Within the refusal budget only: past it the refusal is counted into a summary, and an
+   * anonymous flood past the higher budget is answered 429 without any write (see RefusalBudget).
+   */
+  private async refuse(exception: unknown, error: HcpError, req: RefusableRequest, res: Response): Promise<void> {
+    try {
+      const verdict = await this.refusals.judge({
+        address: req.ip ?? null,
+        actor: req.user?.sub ?? null,
+        code: error.code,
+      });
+      if (verdict.kind === 'reject') {
+        res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+        const limited = new HcpError('RATE_LIMITED', 'too many refused requests; retry after the time in Retry-After', {
+          limit: 'refusals',
+        });
+        return renderError(limited, req, res, this.logger);
+      }
+      if (verdict.kind === 'record') await this.record(error, req);
+    } catch (err) {
+      this.logger.error({ msg: 'could not record a refused request', trace_id: traceIdOf(req), err });
+    }
+    renderError(exception, req, res, this.logger);
+  }
+
+  private record(error: HcpError, req: RefusableRequest): Promise<void> {
     const projectId = typeof req.params?.project_id === 'string' ? req.params.project_id : null;
-    this.recorder
-      .refused(
-        {
-          actor: req.user?.sub ?? null,
-          action: routeKey(req.method, req.route?.path ?? req.path),
-          method: req.method,
-          path: req.originalUrl,
-          project_id: projectId,
-          code: error.code,
-          status: error.httpStatus,
-        },
-        traceIdOf(req),
-      )
-      .catch((err) => this.logger.error({ msg: 'could not record a refused request', trace_id: traceIdOf(req), err }))
-      .finally(() => renderError(exception, req, res, this.logger));
+    return this.recorder.refused(
+      {
+        actor: req.user?.sub ?? null,
+        action: routeKey(req.method, req.route?.path ?? req.path),
+        method: req.method,
+        path: req.originalUrl,
+        project_id: projectId,
+        code: error.code,
+        status: error.httpStatus,
+      },
+      traceIdOf(req),
+    );
   }
 }
 

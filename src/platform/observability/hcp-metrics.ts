@@ -64,6 +64,11 @@ export class HcpMetrics {
     labelNames: ['outcome'] as const,
   });
   readonly consolesOpen = new Gauge({ name: 'hcp_consoles_open', help: 'Consoles this process is relaying now' });
+  readonly refusals = new Counter({
+    name: 'hcp_refusals_total',
+    help: 'Refused requests (http) and console connections (console), by what was written: recorded (one event), counted (in a summary or only here, past the budget) or rate_limited (answered 429, no write)',
+    labelNames: ['channel', 'outcome'] as const,
+  });
 
   readonly publishFailures = new Counter({
     name: 'hcp_publish_failures_total',

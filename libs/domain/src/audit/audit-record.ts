@@ -3,6 +3,7 @@ import { JobEvent } from '../job/job.events';
 import { OpsResourceEvent } from '../ops/ops-resources';
 import { RequestEvent } from '../security/request.events';
 import { BreakGlassUsed } from '../security/security.events';
+import { RequestRefusalsSuppressed } from '../refusal/refusal.events';
 
 /** One line of the audit trail, as auditors query it and as `hcp.audit.v1` carries it. */
 export interface AuditRecord {
@@ -47,7 +48,7 @@ export interface AuditSource {
  */
 export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | null {
   const base = { event_id: source.event_id, occurred_at: source.occurred_at, trace_id: source.trace_id };
-  const e = source.event as RequestEvent | BreakGlassUsed | JobEvent | ConsoleSessionEvent;
+  const e = source.event as RequestEvent | RequestRefusalsSuppressed | BreakGlassUsed | JobEvent | ConsoleSessionEvent;
   switch (e.type) {
     case 'RequestReceived':
       return {
@@ -68,6 +69,23 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
         project_id: e.data.project_id,
         result: `refused:${e.data.code}`,
         details: { method: e.data.method, path: e.data.path, status: e.data.status },
+      };
+    case 'RequestRefusalsSuppressed':
+      // Refusals past the budget, counted instead of recorded one by one (one record per address or actor and window).
+      return {
+        ...base,
+        actor: e.data.actor,
+        action: 'request.refusals',
+        target: e.data.client_address === null ? {} : { client_address: e.data.client_address },
+        project_id: null,
+        result: 'suppressed',
+        details: {
+          suppressed: e.data.suppressed,
+          rate_limited: e.data.rate_limited,
+          codes: e.data.codes,
+          window_start: e.data.window_start,
+          window_end: e.data.window_end,
+        },
       };
     case 'BreakGlassUsed':
       return {
@@ -113,7 +131,12 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
       if (e.type === 'ConsoleSessionConnected')
         return { ...record, action: 'console.connect', result: 'connected', details: { ends_by: e.data.ends_by } };
       if (e.type === 'ConsoleSessionRefused')
-        return { ...record, action: 'console.connect', result: `refused:${e.data.reason}`, details: {} };
+        return {
+          ...record,
+          action: 'console.connect',
+          result: `refused:${e.data.reason}`,
+          details: e.data.client_address ? { client_address: e.data.client_address } : {},
+        };
       return {
         ...record,
         action: 'console.close',

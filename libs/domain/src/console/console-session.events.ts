@@ -45,11 +45,26 @@ export type ConsoleSessionClosed = DomainEvent<
 export const CONSOLE_REFUSAL_REASONS = ['token_invalid', 'token_used', 'token_expired'] as const;
 export type ConsoleRefusalReason = (typeof CONSOLE_REFUSAL_REASONS)[number];
 
-/** A connection attempt was turned away before reaching the provider; the session is unchanged. */
+/**
+ * A connection attempt was turned away before reaching the provider; the session is unchanged. v2 names
+ * the caller's address: whoever presents a wrong token is not the session's owner, so the event is
+ * recorded as anonymous (not on the owner's behalf) with where it came from. Only refusals of a live
+ * session are recorded, and only a bounded number of them (see the console connector).
+ */
 export type ConsoleSessionRefused = DomainEvent<
   'ConsoleSessionRefused',
-  ConsoleSessionRef & { reason: ConsoleRefusalReason }
+  ConsoleSessionRef & {
+    reason: ConsoleRefusalReason;
+    /** The client address of the refused connection; null in events written before v2. */
+    client_address: string | null;
+  }
 >;
+
+/** v1 did not know the caller's address (and was recorded on the owner's behalf, which it keeps). */
+export const upcastConsoleSessionRefusedV1 = (data: Record<string, unknown>): Record<string, unknown> => ({
+  ...data,
+  client_address: null,
+});
 
 export type ConsoleSessionEvent =
   | ConsoleSessionOpened
@@ -62,7 +77,7 @@ export const CONSOLE_SESSION_EVENT_VERSIONS: Record<ConsoleSessionEventType, num
   ConsoleSessionOpened: 1,
   ConsoleSessionConnected: 1,
   ConsoleSessionClosed: 1,
-  ConsoleSessionRefused: 1,
+  ConsoleSessionRefused: 2,
 };
 
 /** One stream per console session. */

@@ -1,8 +1,11 @@
 import { HcpError } from '../errors';
 import { ConsoleSessionEvent } from './console-session.events';
+import { createHcpUpcasters } from '../hcp-events';
 import {
   ConsoleSessionCommand,
   ConsoleSessionState,
+  consoleConnectRefusal,
+  consoleSessionIsOver,
   decideConsoleSession,
   evolveConsoleSession,
 } from './console-session.state-machine';
@@ -38,6 +41,7 @@ const connect = (ms: number, digest = DIGEST): ConsoleSessionCommand => ({
   type: 'connect',
   token_sha256: digest,
   now: at(ms),
+  client_address: '192.0.2.7',
 });
 const close: ConsoleSessionCommand = {
   type: 'close',
@@ -72,26 +76,62 @@ describe('console session', () => {
     expect(state!.status).toBe('connected');
   });
 
-  it('refuses a second use of the token, connected or closed', () => {
+  it('records a second use of the token while the session is connected, naming the caller address', () => {
     expect(run([open, connect(1), connect(2)]).last).toEqual([
       expect.objectContaining({
         type: 'ConsoleSessionRefused',
-        data: expect.objectContaining({ reason: 'token_used' }),
+        version: 2,
+        data: expect.objectContaining({ reason: 'token_used', client_address: '192.0.2.7' }),
       }),
     ]);
-    expect(run([open, connect(1), close, connect(3)]).last[0].data).toMatchObject({ reason: 'token_used' });
   });
 
-  it('refuses a token after the connect timeout', () => {
+  it('refuses a second use of the token after the session closed without recording anything', () => {
+    const { state, last } = run([open, connect(1), close, connect(3)]);
+    expect(last).toEqual([]);
+    expect(consoleConnectRefusal(state!, DIGEST, at(3))).toBe('token_used');
+  });
+
+  it('refuses a token after the connect timeout without recording anything', () => {
     const { state, last } = run([open, connect(60_001)]);
-    expect(last[0].data).toMatchObject({ reason: 'token_expired' });
+    expect(last).toEqual([]);
     expect(state!.status).toBe('awaiting_connection');
+    expect(consoleConnectRefusal(state!, DIGEST, at(60_001))).toBe('token_expired');
   });
 
   it('refuses a wrong token without revealing that the session was used or expired', () => {
     expect(run([open, connect(1, 'b'.repeat(64))]).last[0].data).toMatchObject({ reason: 'token_invalid' });
     expect(run([open, connect(1), connect(2, 'b'.repeat(64))]).last[0].data).toMatchObject({ reason: 'token_invalid' });
-    expect(run([open, connect(90_000, 'short')]).last[0].data).toMatchObject({ reason: 'token_invalid' });
+    const expired = run([open]).state!;
+    expect(consoleConnectRefusal(expired, 'short', at(90_000))).toBe('token_invalid');
+  });
+
+  it('records no wrong token once the session is over, closed or expired', () => {
+    expect(run([open, connect(1), close, connect(2, 'b'.repeat(64))]).last).toEqual([]);
+    expect(run([open, connect(90_000, 'b'.repeat(64))]).last).toEqual([]);
+  });
+
+  it('is over when closed, past connect_by unconnected, or past ends_by connected', () => {
+    const opened = run([open]).state!;
+    expect(consoleSessionIsOver(opened, at(60_000))).toBe(false);
+    expect(consoleSessionIsOver(opened, at(60_001))).toBe(true);
+    const connected = run([open, connect(1)]).state!;
+    expect(consoleSessionIsOver(connected, at(3_600_001))).toBe(false);
+    expect(consoleSessionIsOver(connected, at(3_600_002))).toBe(true);
+    expect(consoleSessionIsOver(run([open, close]).state!, at(1))).toBe(true);
+  });
+
+  it('reads a v1 refusal (no caller address) as v2 with a null address', () => {
+    const v1 = {
+      type: 'ConsoleSessionRefused',
+      version: 1,
+      data: { session_id: 's-1', project_id: 'p-1', vm_id: 'vm-1', reason: 'token_invalid' },
+    };
+    expect(createHcpUpcasters().upcast(v1)).toEqual({
+      type: 'ConsoleSessionRefused',
+      version: 2,
+      data: { ...v1.data, client_address: null },
+    });
   });
 
   it('closes once, whatever closes it again', () => {

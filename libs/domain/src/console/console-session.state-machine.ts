@@ -1,6 +1,11 @@
 import { HcpError, notFound } from '../errors';
 import type { ConsoleType } from '../ops/capabilities';
-import { ConsoleCloseReason, ConsoleSessionEvent, consoleSessionEvent } from './console-session.events';
+import {
+  ConsoleCloseReason,
+  ConsoleRefusalReason,
+  ConsoleSessionEvent,
+  consoleSessionEvent,
+} from './console-session.events';
 
 /**
  * A console session: opened by a tenant for a running VM, connected at most once with its token before
@@ -72,8 +77,8 @@ export type ConsoleSessionCommand =
       connect_timeout_ms: number;
       max_duration_ms: number;
     }
-  /** A connection presents the hash of the token it carries. */
-  | { type: 'connect'; token_sha256: string; now: Date }
+  /** A connection presents the hash of the token it carries, from a client address. */
+  | { type: 'connect'; token_sha256: string; now: Date; client_address: string | null }
   | { type: 'close'; reason: ConsoleCloseReason; bytes_to_client: number; bytes_to_provider: number };
 
 export function decideConsoleSession(
@@ -99,15 +104,15 @@ export function decideConsoleSession(
   const ref = { session_id: state.session_id, project_id: state.project_id, vm_id: state.vm_id };
   switch (command.type) {
     case 'connect': {
-      // The order matters: a wrong token learns nothing about the session's state.
-      if (!sameDigest(state.token_sha256, command.token_sha256))
-        return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_invalid' })];
-      if (state.status !== 'awaiting_connection')
-        return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_used' })];
-      if (command.now.getTime() > Date.parse(state.connect_by))
-        return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason: 'token_expired' })];
-      const ends_by = new Date(command.now.getTime() + state.max_duration_ms).toISOString();
-      return [consoleSessionEvent('ConsoleSessionConnected', { ...ref, ends_by })];
+      const reason = consoleConnectRefusal(state, command.token_sha256, command.now);
+      if (!reason) {
+        const ends_by = new Date(command.now.getTime() + state.max_duration_ms).toISOString();
+        return [consoleSessionEvent('ConsoleSessionConnected', { ...ref, ends_by })];
+      }
+      // A session that is over has nothing left to protect: its refusals are answered, not recorded, so
+      // a known session id is no lever for writing events after the fact.
+      if (consoleSessionIsOver(state, command.now)) return [];
+      return [consoleSessionEvent('ConsoleSessionRefused', { ...ref, reason, client_address: command.client_address })];
     }
     case 'close':
       if (state.status === 'closed') return [];
@@ -120,6 +125,26 @@ export function decideConsoleSession(
         }),
       ];
   }
+}
+
+/** Why a connection presenting this token digest is refused now, or null when it may connect. */
+export function consoleConnectRefusal(
+  state: ConsoleSessionState,
+  token_sha256: string,
+  now: Date,
+): ConsoleRefusalReason | null {
+  // The order matters: a wrong token learns nothing about the session's state.
+  if (!sameDigest(state.token_sha256, token_sha256)) return 'token_invalid';
+  if (state.status !== 'awaiting_connection') return 'token_used';
+  if (now.getTime() > Date.parse(state.connect_by)) return 'token_expired';
+  return null;
+}
+
+/** Closed, or never connected before `connect_by`, or connected past `ends_by`: no connection will follow. */
+export function consoleSessionIsOver(state: ConsoleSessionState, now: Date): boolean {
+  if (state.status === 'closed') return true;
+  const deadline = state.status === 'awaiting_connection' ? state.connect_by : state.ends_by;
+  return deadline !== null && now.getTime() > Date.parse(deadline);
 }
 
 /** Compares two hex digests in time independent of where they differ. */
