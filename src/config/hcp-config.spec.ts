@@ -31,16 +31,50 @@ describe('configuration', () => {
     expect(() =>
       loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_JWKS_URL: 'https://idp/jwks' }),
     ).toThrow(/exactly one/);
-    expect(loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_URL: 'https://idp/jwks' }).auth.jwksUrl).toBe(
-      'https://idp/jwks',
-    );
+    expect(
+      loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_URL: 'https://idp/jwks', HCP_PUBLIC_URL: 'https://hcp.example' })
+        .auth.jwksUrl,
+    ).toBe('https://idp/jwks');
+  });
+
+  it('requires a public URL in jwks mode, so no handed-out URL comes from a request Host', () => {
+    expect(() => loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json' })).toThrow(/HCP_PUBLIC_URL/);
+    const config = loadConfig({
+      HCP_AUTH_MODE: 'jwks',
+      HCP_JWKS_FILE: '/k.json',
+      HCP_PUBLIC_URL: 'https://hcp.example/',
+    });
+    expect(config.console.publicUrl).toBe('https://hcp.example');
+  });
+
+  it('listens on loopback in dev mode unless HOST says otherwise', () => {
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    expect(
+      loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_PUBLIC_URL: 'https://hcp.example' }).host,
+    ).toBe('0.0.0.0');
+  });
+
+  it('allows only loopback Host names by default, and refuses entries that are not host names', () => {
+    expect(loadConfig({}).console.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
+    expect(loadConfig({ HCP_ALLOWED_HOSTS: 'Dev.Example, localhost' }).console.allowedHosts).toEqual([
+      'dev.example',
+      'localhost',
+    ]);
+    expect(() => loadConfig({ HCP_ALLOWED_HOSTS: 'localhost:8080' })).toThrow(/HCP_ALLOWED_HOSTS/);
+    expect(() => loadConfig({ HCP_ALLOWED_HOSTS: 'http://x' })).toThrow(/HCP_ALLOWED_HOSTS/);
   });
 
   it('accepts HS256 only when dev mode is explicitly on', () => {
     const secret = 'x'.repeat(32);
     expect(loadConfig({ HCP_JWT_DEV_HS256_SECRET: secret }).auth.devHs256Secret).toBe(secret);
     expect(() =>
-      loadConfig({ HCP_AUTH_MODE: 'jwks', HCP_JWKS_FILE: '/k.json', HCP_JWT_DEV_HS256_SECRET: secret }),
+      loadConfig({
+        HCP_AUTH_MODE: 'jwks',
+        HCP_JWKS_FILE: '/k.json',
+        HCP_PUBLIC_URL: 'https://hcp.example',
+        HCP_JWT_DEV_HS256_SECRET: secret,
+      }),
     ).toThrow(/only accepted with HCP_AUTH_MODE=dev/);
     expect(() => loadConfig({ HCP_JWT_DEV_HS256_SECRET: 'short' })).toThrow(/at least 32/);
   });

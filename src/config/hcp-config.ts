@@ -56,8 +56,10 @@ export interface HcpConfig {
     connectTimeoutMs: number;
     /** Longest a connected console stays open. */
     maxSessionMs: number;
-    /** Public base URL of HCP as clients reach it (behind the gateway); null: taken from each request's Host. */
+    /** Public base URL of HCP as clients reach it (behind the gateway); null (dev mode only): from the request's Host. */
     publicUrl: string | null;
+    /** Host names (lower case, any port) a request's Host or a websocket's Origin may name in dev mode. */
+    allowedHosts: string[];
     /** Refused connections recorded per session and per client address per minute; the rest are counted. */
     refusalsRecordedPerMinute: number;
   };
@@ -73,7 +75,12 @@ interface VariableSpec {
 
 const CORE_VARIABLES: readonly VariableSpec[] = [
   { name: 'PORT', default: '8080', description: 'HTTP port of the API' },
-  { name: 'HOST', default: '0.0.0.0', description: 'address the API listens on' },
+  {
+    name: 'HOST',
+    default: '',
+    description:
+      'address the API listens on; empty: 127.0.0.1 in dev auth mode (nothing but this machine reaches it), 0.0.0.0 in jwks mode',
+  },
   { name: 'HCP_DATA_DIR', default: './.hcp', description: 'data folder: embedded PostgreSQL, dev signing key' },
   {
     name: 'DATABASE_URL',
@@ -187,7 +194,14 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
   {
     name: 'HCP_PUBLIC_URL',
     default: '',
-    description: 'base URL clients reach HCP at (console URLs); empty: the Host of each request',
+    description:
+      'base URL clients reach HCP at (console URLs, websocket Origin); required in jwks mode; empty (dev mode only): the request Host, if on HCP_ALLOWED_HOSTS',
+  },
+  {
+    name: 'HCP_ALLOWED_HOSTS',
+    default: 'localhost,127.0.0.1,[::1]',
+    description:
+      'dev mode: host names (any port, comma-separated) a request Host may name for console URLs, and a console websocket Origin may come from',
   },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
 ];
@@ -269,6 +283,17 @@ export function loadConfig(
     return value;
   };
 
+  const hostList = (name: string): string[] => {
+    const hosts = raw(name)
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean);
+    const bad = hosts.filter((h) => !/^(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?)$/.test(h));
+    if (bad.length)
+      problems.push(`${name}: ${bad.map((h) => JSON.stringify(h)).join(', ')} not host names (no ports, no schemes)`);
+    return hosts;
+  };
+
   const roles = raw('HCP_ROLES')
     .split(',')
     .map((r) => r.trim())
@@ -282,7 +307,8 @@ export function loadConfig(
 
   const config: HcpConfig = {
     port: int('PORT', 0, 65535),
-    host: raw('HOST'),
+    // Dev mode trusts whoever holds a dev token: only this machine may reach it unless HOST says otherwise.
+    host: raw('HOST') || (raw('HCP_AUTH_MODE') === 'dev' ? '127.0.0.1' : '0.0.0.0'),
     dataDir: path.resolve(raw('HCP_DATA_DIR')),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     embeddedPostgresPort: raw('HCP_EMBEDDED_PG_PORT') === '' ? undefined : int('HCP_EMBEDDED_PG_PORT', 1024, 65535),
@@ -317,6 +343,7 @@ export function loadConfig(
       connectTimeoutMs: int('HCP_CONSOLE_CONNECT_TIMEOUT_S', 1, 3600) * 1000,
       maxSessionMs: int('HCP_CONSOLE_MAX_SESSION_S', 10, 7 * 86_400) * 1000,
       publicUrl: url('HCP_PUBLIC_URL', ['https:', 'http:'])?.replace(/\/+$/, '') ?? null,
+      allowedHosts: hostList('HCP_ALLOWED_HOSTS'),
       refusalsRecordedPerMinute: int('HCP_CONSOLE_REFUSALS_RECORDED_PER_MINUTE', 0, 1_000_000),
     },
     messaging: (() => {
@@ -338,6 +365,9 @@ export function loadConfig(
   };
   if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl)
     problems.push('HCP_AUTH_MODE=jwks needs exactly one of HCP_JWKS_FILE and HCP_JWKS_URL');
+  // Behind the gateway the Host header is the client's to choose: URLs handed out must not come from it.
+  if (config.auth.mode === 'jwks' && !config.console.publicUrl)
+    problems.push('HCP_AUTH_MODE=jwks needs HCP_PUBLIC_URL (the base URL clients reach HCP at)');
   if (config.auth.devHs256Secret && config.auth.mode !== 'dev')
     problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');
   if (config.auth.devHs256Secret && config.auth.devHs256Secret.length < 32)

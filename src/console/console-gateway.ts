@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { createWebSocketStream, WebSocket, WebSocketServer } from 'ws';
 import { HcpError } from '@hcp/domain';
@@ -11,7 +11,9 @@ import { HcpMetrics } from '../platform/observability/hcp-metrics';
 import { VmRepository } from '../vms';
 import { CONSOLE_KEEPS_VM_STATUSES, ConnectedConsole, ConsoleConnector } from './console-connector';
 import { ConsoleRelay } from './console-relay';
-import { sessionIdOfWebsocketPath } from './console-urls';
+import { consoleOriginsOf, isAllowedConsoleOrigin, sessionIdOfWebsocketPath } from './console-urls';
+import { HcpConfig } from '../config/hcp-config';
+import { HCP_CONFIG } from '../platform/tokens';
 
 const CLIENT_HANDSHAKE_MS = 10_000;
 const WATCH_INTERVAL_MS = 1_000;
@@ -44,6 +46,7 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
     private readonly connector: ConsoleConnector,
     private readonly vms: VmRepository,
     private readonly metrics: HcpMetrics,
+    @Inject(HCP_CONFIG) private readonly config: HcpConfig,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -73,6 +76,11 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
         new HcpError('INVALID_REQUEST', 'a websocket handshake (version 13, with a key) is required'),
         traceId,
       );
+    // A browser page on another site must not drive a console with a token it got hold of; checked
+    // before the token is spent. Clients that send no Origin are not browsers and are not affected.
+    const origin = req.headers.origin;
+    if (origin !== undefined && !isAllowedConsoleOrigin(consoleOriginsOf(this.config), origin))
+      return refuse(socket, new HcpError('FORBIDDEN', 'consoles are not served to this Origin'), traceId);
     let connected: ConnectedConsole;
     try {
       // The socket's peer, as Express's req.ip is without a trusted proxy: who is refused, if refused.

@@ -88,8 +88,8 @@ describe('OpenConsoleSessionHandler', () => {
     expect(clusters.asked).toEqual([THE_CLUSTER]);
   });
 
-  it('answers a websocket URL at the request origin when no public URL is configured, without the token in it', async () => {
-    const { vms, handler } = setup({});
+  it('answers a websocket URL at the request origin when no public URL is configured and its host is allowed, without the token in it', async () => {
+    const { vms, handler } = setup({ HCP_ALLOWED_HOSTS: 'api.internal' });
     const vm = await givenVm(vms, 'running');
 
     const view = await handler.execute(new OpenConsoleSessionCommand('p1', vm.vm_id, 'vnc', ORIGIN, ALICE));
@@ -97,6 +97,39 @@ describe('OpenConsoleSessionHandler', () => {
     expect(view.type).toBe('vnc');
     expect(view.url).toBe(`wss://api.internal:8443/v1/console/${view.session_id}/websocket`);
     expect(view.url).not.toContain(view.token);
+  });
+
+  it.each([
+    'http://evil.example/x?',
+    'http://evil.example',
+    'http://localhost@evil.example',
+    'http://localhost:8080/x',
+  ])(
+    'refuses to build a console URL from a Host HCP does not hand URLs out for (%s): INVALID_REQUEST, nothing stored',
+    async (requestOrigin) => {
+      const { store, vms, handler, appendedSince } = setup({});
+      const vm = await givenVm(vms, 'running');
+      const before = await store.headPosition();
+
+      const error = await refusal(
+        handler.execute(new OpenConsoleSessionCommand('p1', vm.vm_id, 'vnc', requestOrigin, ALICE)),
+      );
+
+      expect(error.code).toBe('INVALID_REQUEST');
+      expect(JSON.stringify(error.toShape())).not.toContain('evil');
+      expect(await appendedSince(before)).toEqual([]);
+    },
+  );
+
+  it('answers at a loopback Host in dev mode by default, on any port', async () => {
+    const { vms, handler } = setup({});
+    const vm = await givenVm(vms, 'running');
+
+    const view = await handler.execute(
+      new OpenConsoleSessionCommand('p1', vm.vm_id, 'webconsole', 'http://127.0.0.1:41234', ALICE),
+    );
+
+    expect(view.url).toBe(`http://127.0.0.1:41234/console/${view.session_id}#token=${view.token}`);
   });
 
   it('gives every session its own id and token', async () => {

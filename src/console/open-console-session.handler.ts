@@ -17,14 +17,14 @@ import { DriverRegistry } from '../ops';
 import { RequestContext } from '../http/request/request-context';
 import { VmRepository } from '../vms';
 import { ConsoleSessionRepository } from './console-session.repository';
-import { consoleUrlOf } from './console-urls';
+import { consoleBaseOf, consoleOriginsOf, consoleUrlOf } from './console-urls';
 
 export class OpenConsoleSessionCommand {
   constructor(
     readonly projectId: string,
     readonly vmId: string,
     readonly type: ConsoleType,
-    /** Where the client reached HCP, for the session's URL when no public URL is configured. */
+    /** Where the client says it reached HCP (its Host): used only without a public URL, if allowed. */
     readonly requestOrigin: string,
     readonly ctx: RequestContext,
   ) {}
@@ -54,6 +54,8 @@ export class OpenConsoleSessionHandler implements ICommandHandler<OpenConsoleSes
   ) {}
 
   async execute({ projectId, vmId, type, requestOrigin, ctx }: OpenConsoleSessionCommand): Promise<ConsoleSessionView> {
+    // Before anything is decided: a Host HCP does not hand URLs out for opens no session.
+    const base = consoleBaseOf(consoleOriginsOf(this.config), requestOrigin);
     const { state: vm } = await this.vms.load(vmId);
     if (!vm || vm.project_id !== projectId || vm.status === 'deleted') throw notFound('VM');
     const offered = await this.drivers.clusterCapabilities(vm.placement.provider_id, vm.placement.cluster_id);
@@ -86,7 +88,7 @@ export class OpenConsoleSessionHandler implements ICommandHandler<OpenConsoleSes
     return {
       session_id: sessionId,
       type,
-      url: consoleUrlOf(this.config.console.publicUrl ?? requestOrigin, sessionId, type, token),
+      url: consoleUrlOf(base, sessionId, type, token),
       token,
       expires_at: (events[0] as ConsoleSessionOpened).data.connect_by,
     };

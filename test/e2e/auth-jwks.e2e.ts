@@ -56,6 +56,8 @@ describe('JWKS verification', () => {
         HCP_JWKS_REFRESH_COOLDOWN_MS: '2000',
         HCP_JWT_ISSUER: 'https://gateway.test',
         HCP_JWT_AUDIENCE: 'hcp-api',
+        // jwks mode needs the base URL clients reach HCP at (console URLs never come from a Host header).
+        HCP_PUBLIC_URL: 'https://hcp.gateway.test',
       },
     });
   });
