@@ -1,0 +1,70 @@
+import type { ArgumentsHost } from '@nestjs/common';
+import { HcpError } from '@hcp/domain';
+import type { RequestRecorder } from '../request/request-recorder';
+import type { RefusalVerdict } from '../rate-limit/refusal-budget';
+import { HcpExceptionFilter } from './hcp-exception.filter';
+import type { RefusalLedger } from './refusal-ledger';
+
+function setup(verdict: RefusalVerdict) {
+  const refused = jest.fn().mockResolvedValue(undefined);
+  const judge = jest.fn().mockResolvedValue(verdict);
+  const filter = new HcpExceptionFilter(
+    { refused } as unknown as RequestRecorder,
+    { judge } as unknown as RefusalLedger,
+  );
+  const headers: Record<string, string> = {};
+  let answered: (value: { status: number; body: { error: { code: string } } }) => void;
+  const answer = new Promise<{ status: number; body: { error: { code: string } } }>((r) => (answered = r));
+  const res = {
+    setHeader: (name: string, value: string) => (headers[name.toLowerCase()] = value),
+    status: (status: number) => ({ json: (body: { error: { code: string } }) => answered({ status, body }) }),
+  };
+  const req = {
+    ip: '192.0.2.9',
+    method: 'GET',
+    path: '/v1/projects/p/vms',
+    originalUrl: '/v1/projects/p/vms',
+    params: { project_id: 'p' },
+    route: { path: '/v1/projects/:project_id/vms' },
+    header: () => undefined,
+    headers: {},
+  };
+  const host = { switchToHttp: () => ({ getRequest: () => req, getResponse: () => res }) } as unknown as ArgumentsHost;
+  return { filter, host, refused, judge, headers, answer };
+}
+
+describe('refusals in the exception filter', () => {
+  const unauthorized = () => new HcpError('UNAUTHORIZED', 'a valid bearer token is required');
+
+  it('records a refusal within the budget, judged by the client address, then answers it', async () => {
+    const { filter, host, refused, judge, answer } = setup({ kind: 'record' });
+    filter.catch(unauthorized(), host);
+    expect((await answer).status).toBe(401);
+    expect(judge).toHaveBeenCalledWith({ address: '192.0.2.9', actor: null, code: 'UNAUTHORIZED' });
+    expect(refused).toHaveBeenCalledTimes(1);
+  });
+
+  it('answers a refusal past the budget alike without recording it', async () => {
+    const { filter, host, refused, answer } = setup({ kind: 'count' });
+    filter.catch(unauthorized(), host);
+    expect((await answer).status).toBe(401);
+    expect(refused).not.toHaveBeenCalled();
+  });
+
+  it('answers an anonymous flood past the higher budget 429 with Retry-After, without recording it', async () => {
+    const { filter, host, refused, headers, answer } = setup({ kind: 'reject', retryAfterSeconds: 17 });
+    filter.catch(unauthorized(), host);
+    const { status, body } = await answer;
+    expect(status).toBe(429);
+    expect(body.error.code).toBe('RATE_LIMITED');
+    expect(headers['retry-after']).toBe('17');
+    expect(refused).not.toHaveBeenCalled();
+  });
+
+  it('does not judge errors that are not refusals', async () => {
+    const { filter, host, judge, answer } = setup({ kind: 'record' });
+    filter.catch(new HcpError('CONFLICT', 'busy'), host);
+    expect((await answer).status).toBe(409);
+    expect(judge).not.toHaveBeenCalled();
+  });
+});
