@@ -25,7 +25,7 @@ export function publisherSinks(publisher: MessagePublisher): { audit: AuditSink;
             schema_version: MESSAGE_SCHEMA_VERSION,
             event_id: r.event_id,
             type: `audit.${r.action}`,
-            occurred_at: r.occurred_at,
+            occurred_at: r.timestamp,
             project_id: r.project_id,
             trace_id: r.trace_id,
             payload: r,

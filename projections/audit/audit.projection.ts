@@ -90,14 +90,16 @@ export class AuditProjection implements RebuildableProjection {
       tx,
       records.map(({ record: r, position }) => ({
         id: r.event_id,
-        created_at: r.occurred_at,
+        created_at: r.timestamp,
         actor: r.actor,
         action: r.action,
         target: r.target,
         project_id: r.project_id,
         result: r.result,
         trace_id: r.trace_id,
-        details: r.details,
+        // audit_log has no column of its own for the error code: it is kept in details, and the
+        // audit queries give it back as the record's error_code.
+        details: r.error_code === undefined ? r.details : { ...r.details, error_code: r.error_code },
         position: position.toString(),
       })),
     );

@@ -46,7 +46,7 @@ export async function* replayAudit(
         job,
       );
       if (!record) continue;
-      const at = new Date(record.occurred_at);
+      const at = new Date(record.timestamp);
       if (
         (filter.from && at < filter.from) ||
         (filter.to && at >= filter.to) ||

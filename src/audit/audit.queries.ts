@@ -14,7 +14,8 @@ export interface AuditFilter {
 }
 
 /** An `audit_log` row: the record, keyed by its event id, with the time as the database returns it. */
-type AuditRow = ObjectLiteral & Omit<AuditRecord, 'event_id' | 'occurred_at'> & { id: string; created_at: Date };
+type AuditRow = ObjectLiteral &
+  Omit<AuditRecord, 'event_id' | 'timestamp' | 'error_code'> & { id: string; created_at: Date };
 
 /** The audit trail for auditors, newest first, from the audit read model. */
 @Injectable()
@@ -37,17 +38,22 @@ export class AuditQueries {
       'a',
       limit,
       cursor,
-      (r) => ({
-        event_id: r.id,
-        occurred_at: new Date(r.created_at).toISOString(),
-        actor: r.actor,
-        action: r.action,
-        target: r.target,
-        project_id: r.project_id,
-        result: r.result,
-        trace_id: r.trace_id,
-        details: r.details,
-      }),
+      (r) => {
+        // The audit projection keeps the error code in details (audit_log has no column for it).
+        const { error_code, ...details } = r.details;
+        return {
+          event_id: r.id,
+          timestamp: new Date(r.created_at).toISOString(),
+          actor: r.actor,
+          action: r.action,
+          target: r.target,
+          project_id: r.project_id,
+          result: r.result,
+          ...(typeof error_code === 'string' ? { error_code } : {}),
+          trace_id: r.trace_id,
+          details,
+        };
+      },
       true,
     );
   }

@@ -7,7 +7,12 @@ import { JOB_EVENT_VERSIONS, JobEvent } from './job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from './ops/ops-resources';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent } from './quota/quota.events';
 import { REFUSAL_EVENT_VERSIONS, RefusalEvent } from './refusal/refusal.events';
-import { REQUEST_EVENT_VERSIONS, RequestEvent } from './security/request.events';
+import {
+  REQUEST_EVENT_VERSIONS,
+  RequestEvent,
+  upcastRequestReceivedV1,
+  upcastRequestRefusedV1,
+} from './security/request.events';
 import { SECURITY_EVENT_VERSIONS, SecurityEvent } from './security/security.events';
 import { VM_EVENT_VERSIONS, VmEvent } from './vm/vm.events';
 import { UpcasterRegistry } from './events/upcasters';
@@ -36,6 +41,8 @@ export function createHcpUpcasters(): UpcasterRegistry {
     ...REQUEST_EVENT_VERSIONS,
     ...REFUSAL_EVENT_VERSIONS,
     ...CONSOLE_SESSION_EVENT_VERSIONS,
-  });
+  })
+    .register('RequestReceived', 1, upcastRequestReceivedV1)
+    .register('RequestRefused', 1, upcastRequestRefusedV1);
   return registry.register('ConsoleSessionRefused', 1, upcastConsoleSessionRefusedV1);
 }

@@ -1,6 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { BREAK_GLASS_STREAM_PREFIX, BreakGlassUsed, SECURITY_EVENT_VERSIONS } from '@hcp/domain';
+import {
+  BREAK_GLASS_STREAM_PREFIX,
+  BreakGlassUsed,
+  boundedValue,
+  recordedPath,
+  recordedProjectId,
+  SECURITY_EVENT_VERSIONS,
+} from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { Principal } from '@hcp/auth';
 import { eventContext } from '../../platform/event-sourcing/event-context';
@@ -8,8 +15,12 @@ import { EVENT_STORE } from '../../platform/tokens';
 
 /**
  * Records every break-glass use as an event before the request proceeds: if it cannot be recorded,
- * the request fails rather than running unaudited.
+ * the request fails rather than running unaudited. What the client sent is bounded first: the path
+ * without its query string, the reason header cut to a length, a project id only when it is a valid one.
  */
+/** Room for a ticket reference and a sentence; a header value can be kilobytes. */
+const BREAK_GLASS_REASON_MAX = 512;
+
 @Injectable()
 export class BreakGlassRecorder {
   constructor(
@@ -27,10 +38,10 @@ export class BreakGlassRecorder {
       version: SECURITY_EVENT_VERSIONS.BreakGlassUsed,
       data: {
         actor: principal.sub,
-        reason: use.reason,
-        method: use.method,
-        path: use.path,
-        project_id: use.projectId,
+        reason: boundedValue(use.reason, BREAK_GLASS_REASON_MAX),
+        method: boundedValue(use.method, 16),
+        path: recordedPath(use.path),
+        project_id: recordedProjectId(use.projectId).project_id,
         ops_roles: principal.opsRoles,
       },
     };

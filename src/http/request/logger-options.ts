@@ -3,10 +3,13 @@ import type { IncomingMessage } from 'node:http';
 import { LogLevel } from '../../config/hcp-config';
 import { traceIdOf } from './request-id';
 import type { Request } from 'express';
+import { recordedProjectId } from '@hcp/domain';
 
 /**
  * JSON logs with the request's trace id on every line. Credentials never reach a log line: the
- * Authorization header and cookies are redacted, and request bodies are not logged at all.
+ * Authorization header and cookies are redacted, request bodies are not logged at all, and a URL is
+ * logged without its query string (a console websocket's `?token=`, or a token someone
+ * put in `?access_token=`, would otherwise be in the log).
  */
 export function loggerOptions(level: LogLevel): Params {
   return {
@@ -16,7 +19,7 @@ export function loggerOptions(level: LogLevel): Params {
       // Who and which project, once the request is authenticated (the completion line has them).
       customProps: (req: IncomingMessage) => {
         const r = req as Request & { user?: { sub?: string } };
-        const project = typeof r.params?.project_id === 'string' ? r.params.project_id : undefined;
+        const project = recordedProjectId(r.params?.project_id).project_id;
         return {
           trace_id: traceIdOf(r),
           ...(r.user?.sub ? { actor: r.user.sub } : {}),
@@ -42,10 +45,20 @@ export function loggerOptions(level: LogLevel): Params {
         req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
           id: req.id,
           method: req.method,
-          url: req.url,
+          url: loggedUrl(req.url),
           headers: req.headers,
         }),
       },
     },
   };
+}
+
+/**
+ * A URL as logged: its path, and `?[redacted]` for a query string. Not even the parameter names: in
+ * `?<token>` the name is the secret.
+ */
+export function loggedUrl(url: string | undefined): string {
+  const given = url ?? '';
+  const at = given.search(/[?#]/);
+  return at < 0 ? given : `${given.slice(0, at)}?[redacted]`;
 }

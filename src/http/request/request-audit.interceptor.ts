@@ -1,42 +1,81 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import type { Request } from 'express';
-import { from, Observable } from 'rxjs';
-import { mergeMap } from 'rxjs/operators';
+import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { from, Observable, throwError } from 'rxjs';
+import { catchError, map, mergeMap } from 'rxjs/operators';
 import { Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
-import { RequestRecorder } from './request-recorder';
+import { HcpError } from '@hcp/domain';
+import { RecordedRequest, RequestOutcome, RequestRecorder } from './request-recorder';
 import { traceIdOf } from './request-id';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Records every state-changing request and every ops-scope request as a RequestReceived event before
- * its handler runs (after authentication, so the actor is known). If it cannot be recorded, the request
- * fails instead of running unaudited.
+ * its handler runs (after authentication, so the actor is known), and how it was answered as a
+ * RequestAnswered once the handler is done, so the audit trail has an outcome for each of them. If the
+ * request cannot be recorded, it fails instead of running unaudited; an answer that cannot be recorded
+ * is logged, and the client still gets it (what the handler did is done).
  */
 @Injectable()
 export class RequestAuditInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('audit');
+
   constructor(private readonly recorder: RequestRecorder) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = context.switchToHttp().getRequest<Request & { user?: Principal }>();
-    const action = routeKey(req.method, (req.route as { path?: string } | undefined)?.path ?? '');
-    const policy = ROUTE_POLICIES[action];
+    const res = context.switchToHttp().getResponse<Response>();
+    const route = (req.route as { path?: string } | undefined)?.path ?? '';
+    const policy = ROUTE_POLICIES[routeKey(req.method, route)];
     const ops = policy?.scope === 'ops';
     if (!req.user || (req.method === 'GET' && !ops)) return next.handle();
-    const target = Object.fromEntries(Object.entries(req.params).filter(([, v]) => typeof v === 'string')) as Record<
-      string,
-      string
-    >;
+    const traceId = traceIdOf(req);
     const received = this.recorder.received(
-      {
-        actor: req.user.sub,
-        action,
-        method: req.method,
-        path: req.originalUrl,
-        scope: ops ? 'ops' : 'tenant',
-        project_id: target.project_id ?? null,
-        target,
-      },
-      traceIdOf(req),
+      { actor: req.user.sub, method: req.method, route, scope: ops ? 'ops' : 'tenant', params: req.params },
+      traceId,
     );
-    return from(received).pipe(mergeMap(() => next.handle()));
+    return from(received).pipe(
+      mergeMap((recorded) =>
+        next.handle().pipe(
+          mergeMap((body) =>
+            from(
+              this.answer(recorded, { status: res.statusCode, error_code: null, job_id: jobIdOf(body) }, traceId),
+            ).pipe(map(() => body)),
+          ),
+          catchError((err: unknown) => {
+            const outcome = { ...failureOf(err), job_id: null };
+            return from(this.answer(recorded, outcome, traceId)).pipe(mergeMap(() => throwError(() => err)));
+          }),
+        ),
+      ),
+    );
   }
+
+  private async answer(recorded: RecordedRequest, outcome: RequestOutcome, traceId: string): Promise<void> {
+    try {
+      await this.recorder.answered(recorded, outcome, traceId);
+    } catch (err) {
+      this.logger.error({ msg: 'could not record the answer to a request', trace_id: traceId, err });
+    }
+  }
+}
+
+/**
+ * The status and error code a failed request is answered with. Handlers, pipes and guards throw errors
+ * of the taxonomy; anything else is a framework error (its own status) or a bug (500, INTERNAL_ERROR,
+ * as the exception filter answers it). The filter's own mapping is not used here: http/errors depends
+ * on this folder, and folders do not depend on each other both ways.
+ */
+export function failureOf(err: unknown): { status: number; error_code: string | null } {
+  if (err instanceof HcpError) return { status: err.httpStatus, error_code: err.code };
+  const e = err as { getStatus?: () => unknown; status?: unknown } | null;
+  const given = typeof e?.getStatus === 'function' ? e.getStatus() : e?.status;
+  const status = typeof given === 'number' && given >= 400 && given < 600 ? given : 500;
+  return { status, error_code: status >= 500 ? 'INTERNAL_ERROR' : null };
+}
+
+/** The job a 202 opened, when the answer names one (`{resource_id, job_id}`). */
+function jobIdOf(body: unknown): string | null {
+  const id = typeof body === 'object' && body !== null ? (body as { job_id?: unknown }).job_id : undefined;
+  return typeof id === 'string' && UUID.test(id) ? id : null;
 }

@@ -1,20 +1,28 @@
 import { ConsoleSessionEvent } from '../console/console-session.events';
 import { JobEvent } from '../job/job.events';
 import { OpsResourceEvent } from '../ops/ops-resources';
-import { RequestEvent } from '../security/request.events';
+import { RejectedRequestValues, RequestEvent } from '../security/request.events';
 import { BreakGlassUsed } from '../security/security.events';
 import { RequestRefusalsSuppressed } from '../refusal/refusal.events';
+import { boundedTarget, boundedValue, recordedPath, recordedProjectId } from '../security/request-facts';
 
-/** One line of the audit trail, as auditors query it and as `hcp.audit.v1` carries it. */
+/**
+ * One line of the audit trail, as auditors query it (`GET /v1/ops/audit`, `hcp audit replay`) and as
+ * `hcp.audit.v1` carries it, with the field names of docs/API.md. A request has a `received` record and
+ * an outcome (`accepted`, `failed` with its error code, or `denied` when it was refused); a job's steps
+ * then record `started` and `succeeded` or `failed`.
+ */
 export interface AuditRecord {
   /** The id of the event it comes from: stable, so consumers de-duplicate by it. */
   event_id: string;
-  occurred_at: string;
+  timestamp: string;
   actor: string | null;
   action: string;
   target: Record<string, string>;
   project_id: string | null;
   result: string;
+  /** The error code of a `failed` or `denied` outcome. */
+  error_code?: string;
   trace_id: string | null;
   details: Record<string, unknown>;
 }
@@ -47,7 +55,31 @@ export interface AuditSource {
  * projection and the auditors' replay from the event store give the very same records.
  */
 export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | null {
-  const base = { event_id: source.event_id, occurred_at: source.occurred_at, trace_id: source.trace_id };
+  const record = recordOf(source, job);
+  return record && bounded(record);
+}
+
+/**
+ * A record every consumer accepts, whatever the event held: events stored before requests were
+ * sanitised (RequestReceived/RequestRefused v1 are upcast, BreakGlassUsed is not) may carry project ids
+ * and paths of any length, which the message envelope refuses; such a project id becomes null.
+ */
+function bounded(record: AuditRecord): AuditRecord {
+  const project = recordedProjectId(record.project_id);
+  return {
+    ...record,
+    // The envelope's type is `audit.<action>`, at most 200 characters.
+    action: boundedValue(record.action, 190),
+    actor: record.actor === null ? null : boundedValue(record.actor, 255),
+    target: boundedTarget(record.target),
+    project_id: project.project_id,
+    trace_id: record.trace_id === null ? null : boundedValue(record.trace_id, 200),
+    details: project.rejected ? { ...record.details, rejected_project_id: project.rejected } : record.details,
+  };
+}
+
+function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | null {
+  const base = { event_id: source.event_id, timestamp: source.occurred_at, trace_id: source.trace_id };
   const e = source.event as RequestEvent | RequestRefusalsSuppressed | BreakGlassUsed | JobEvent | ConsoleSessionEvent;
   switch (e.type) {
     case 'RequestReceived':
@@ -58,17 +90,29 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
         target: e.data.target,
         project_id: e.data.project_id,
         result: 'received',
-        details: { method: e.data.method, path: e.data.path, scope: e.data.scope },
+        details: { method: e.data.method, route: e.data.route, scope: e.data.scope, ...rejected(e.data.rejected) },
+      };
+    case 'RequestAnswered':
+      return {
+        ...base,
+        actor: e.data.actor,
+        action: e.data.action,
+        target: e.data.job_id ? { ...e.data.target, job_id: e.data.job_id } : e.data.target,
+        project_id: e.data.project_id,
+        result: e.data.status < 400 ? 'accepted' : 'failed',
+        ...(e.data.error_code === null ? {} : { error_code: e.data.error_code }),
+        details: { method: e.data.method, route: e.data.route, scope: e.data.scope, status: e.data.status },
       };
     case 'RequestRefused':
       return {
         ...base,
         actor: e.data.actor,
         action: e.data.action,
-        target: {},
+        target: e.data.target,
         project_id: e.data.project_id,
-        result: `refused:${e.data.code}`,
-        details: { method: e.data.method, path: e.data.path, status: e.data.status },
+        result: 'denied',
+        error_code: e.data.code,
+        details: { method: e.data.method, route: e.data.route, status: e.data.status, ...rejected(e.data.rejected) },
       };
     case 'RequestRefusalsSuppressed':
       // Refusals past the budget, counted instead of recorded one by one (one record per address or actor and window).
@@ -92,10 +136,10 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
         ...base,
         actor: e.data.actor,
         action: 'break-glass',
-        target: { path: e.data.path },
+        target: { path: recordedPath(e.data.path) },
         project_id: e.data.project_id,
         result: 'allowed',
-        details: { reason: e.data.reason, method: e.data.method, ops_roles: e.data.ops_roles },
+        details: { reason: boundedValue(e.data.reason, 512), method: e.data.method, ops_roles: e.data.ops_roles },
       };
     case 'JobStarted':
     case 'JobSucceeded':
@@ -111,6 +155,7 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
         target: { job_id: source.stream_id.slice('job-'.length), vm_id: job.resource_id },
         project_id: job.project_id,
         result,
+        ...(e.type === 'JobFailed' ? { error_code: e.data.error.code } : {}),
         details,
       };
     }
@@ -151,4 +196,9 @@ export function auditRecordOf(source: AuditSource, job: AuditJobInfo | null): Au
     default:
       return null;
   }
+}
+
+/** Values of the request that were not recorded as given, when there were any. */
+function rejected(values: RejectedRequestValues | undefined): { rejected?: RejectedRequestValues } {
+  return values && Object.keys(values).length > 0 ? { rejected: values } : {};
 }
