@@ -77,8 +77,8 @@ describe('console sessions', () => {
       }>;
       return items.length >= count
         ? items.sort((a, b) =>
-            (a as unknown as { occurred_at: string }).occurred_at.localeCompare(
-              (b as unknown as { occurred_at: string }).occurred_at,
+            (a as unknown as { timestamp: string }).timestamp.localeCompare(
+              (b as unknown as { timestamp: string }).timestamp,
             ),
           )
         : undefined;
@@ -217,8 +217,8 @@ describe('console sessions', () => {
     expect(await client.closed).toBe(4001);
     const trail = await trailOf(session_id, 3);
     expect(trail.at(-1)).toMatchObject({ action: 'console.close', details: { reason: 'session_expired' } });
-    const connectedAt = Date.parse((trail[1] as unknown as { occurred_at: string }).occurred_at);
-    const closedAt = Date.parse((trail[2] as unknown as { occurred_at: string }).occurred_at);
+    const connectedAt = Date.parse((trail[1] as unknown as { timestamp: string }).timestamp);
+    const closedAt = Date.parse((trail[2] as unknown as { timestamp: string }).timestamp);
     expect(closedAt - connectedAt).toBeGreaterThanOrEqual(MAX_SESSION_S * 1000);
   });
 
