@@ -114,15 +114,18 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         error_code: e.data.code,
         details: { method: e.data.method, route: e.data.route, status: e.data.status, ...rejected(e.data.rejected) },
       };
-    case 'RequestRefusalsSuppressed':
-      // Refusals past the budget, counted instead of recorded one by one (one record per address or actor and window).
+    case 'RequestRefusalsSuppressed': {
+      // Refusals past the budget, counted instead of recorded one by one (one record per address or actor
+      // and window): denied, like each of them; the error code when they all had the same one.
+      const codes = Object.keys(e.data.codes);
       return {
         ...base,
         actor: e.data.actor,
         action: 'request.refusals',
         target: e.data.client_address === null ? {} : { client_address: e.data.client_address },
         project_id: null,
-        result: 'suppressed',
+        result: 'denied',
+        ...(codes.length === 1 ? { error_code: codes[0] } : {}),
         details: {
           suppressed: e.data.suppressed,
           rate_limited: e.data.rate_limited,
@@ -131,6 +134,7 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
           window_end: e.data.window_end,
         },
       };
+    }
     case 'BreakGlassUsed':
       return {
         ...base,
