@@ -19,6 +19,19 @@ export interface RebuildResult {
 const PAGE = 2000;
 
 /**
+ * Events the live projection holds no rows for: its dead letters not resolved (open or skipped). The
+ * rebuild leaves them out too, so the rebuilt tables are the live ones, and one poison event does not
+ * fail every rebuild; a resolved letter was applied by its retry, so it is replayed like any event.
+ */
+async function unappliedDeadLetters(tx: EntityManager, projection: string): Promise<Set<string>> {
+  const rows: Array<{ event_id: string }> = await tx.query(
+    `SELECT event_id FROM public.projection_dead_letters WHERE projection = $1 AND status <> 'resolved'`,
+    [projection],
+  );
+  return new Set(rows.map((r) => r.event_id));
+}
+
+/**
  * Rebuilds a read model beside the live one, then swaps, with no downtime for readers:
  * 1. empty copies of its tables are created in a schema of their own (`rebuild_<name>`);
  * 2. the projection replays every event into them (its SQL is unqualified, so `search_path` points it
@@ -27,6 +40,7 @@ const PAGE = 2000;
  *    waits, then finds it moved and restarts from it): the events that arrived meanwhile are applied to
  *    the copies, the live tables are dropped, the copies take their place and the checkpoint moves to
  *    the copies' position. Readers wait on that transaction for milliseconds, never see a half state.
+ * Events that are open or skipped dead letters of the projection are left out, as the live run left them.
  */
 export async function rebuildProjection(
   db: DataSource,
@@ -49,8 +63,12 @@ export async function rebuildProjection(
       (e) => position < e.position,
     );
     if (page.length === 0) return 0;
+    const unapplied = await unappliedDeadLetters(tx, projection.name);
     const mine = page
-      .filter((e) => projection.streamPrefixes.some((p) => e.streamId.startsWith(p)) && codec.knows(e))
+      .filter(
+        (e) =>
+          projection.streamPrefixes.some((p) => e.streamId.startsWith(p)) && codec.knows(e) && !unapplied.has(e.id),
+      )
       .map((e) => codec.decode(e));
     await tx.query(`SET LOCAL search_path TO ${shadow}, public`);
     if (mine.length) await projection.apply(mine, tx);

@@ -6,8 +6,9 @@ import { DecodedEvent, DomainEventCodec, PostgresEventStore, RecordedEvent } fro
 import {
   DeadLetter,
   DeadLetterRecorded,
-  Projection,
   ProjectionRunner,
+  RebuildableProjection,
+  rebuildProjection,
   retryDeadLetter,
   skipDeadLetter,
 } from '@hcp/projections';
@@ -32,15 +33,18 @@ const passThroughCodec = {
  * A projection that records each event's label in `probe_rows`, and fails where `fault` says so (it is
  * asked once per event per try, so tests can count tries).
  */
-class ProbeProjection implements Projection {
+class ProbeProjection implements RebuildableProjection {
   readonly streamPrefixes: string[];
+  readonly tables: string[];
   tries = new Map<string, number>();
 
   constructor(
     readonly name: string,
     public fault: (label: string, tries: number) => Error | null = () => null,
+    private readonly table = 'probe_rows',
   ) {
     this.streamPrefixes = [`${name}-`];
+    this.tables = [table];
   }
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
@@ -53,7 +57,8 @@ class ProbeProjection implements Projection {
     }
     if (labels.length)
       await tx.query(
-        `INSERT INTO probe_rows (projection, label) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
+        // Unqualified: a rebuild points it at its copy of the table.
+        `INSERT INTO ${this.table} (projection, label) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
         [this.name, labels],
       );
   }
@@ -70,6 +75,7 @@ describe('projection runner: dead letters (real PostgreSQL)', () => {
     database = await migratedTestDatabase('hcp_dead_letters', 6);
     ds = database.ds;
     await ds.query(`CREATE TABLE probe_rows (projection text, label text, PRIMARY KEY (projection, label))`);
+    await ds.query(`CREATE TABLE probe_rebuilt (projection text, label text, PRIMARY KEY (projection, label))`);
     pool = new Pool({ connectionString: database.db.url, max: 4 });
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
   });
@@ -255,5 +261,31 @@ describe('projection runner: dead letters (real PostgreSQL)', () => {
     await expect(retryDeadLetter(ds, store, passThroughCodec, () => projection, randomUUID())).rejects.toMatchObject({
       code: 'NOT_FOUND',
     });
+  });
+  it('rebuilds without the events that are open or skipped dead letters, as the live run left them, and with resolved ones', async () => {
+    let fixed = false;
+    const projection = new ProbeProjection(
+      newName(),
+      (label) => (label === 'b-poison' && !fixed ? new Error('cannot fold b') : null),
+      'probe_rebuilt',
+    );
+    await append(projection, ['a', 'b-poison', 'c']);
+    const runner = run(projection);
+    await eventually(
+      async () => ((await ds.query(`SELECT 1 FROM probe_rebuilt WHERE label = 'c'`)).length ? true : undefined),
+      'c applied',
+    );
+    await runner.stop();
+    const rebuilt = async () =>
+      (await ds.query(`SELECT label FROM probe_rebuilt ORDER BY label`)).map((r: { label: string }) => r.label);
+
+    await rebuildProjection(ds, store, passThroughCodec, projection);
+    expect(await rebuilt()).toEqual(['a', 'c']);
+
+    fixed = true;
+    const [letter] = await deadLetters(projection);
+    expect((await retryDeadLetter(ds, store, passThroughCodec, () => projection, letter.id)).outcome).toBe('resolved');
+    await rebuildProjection(ds, store, passThroughCodec, projection);
+    expect(await rebuilt()).toEqual(['a', 'b-poison', 'c']);
   });
 });
