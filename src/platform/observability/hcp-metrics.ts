@@ -66,7 +66,7 @@ export class HcpMetrics {
   readonly consolesOpen = new Gauge({ name: 'hcp_consoles_open', help: 'Consoles this process is relaying now' });
   readonly refusals = new Counter({
     name: 'hcp_refusals_total',
-    help: 'Refused requests (http) and console connections (console), by what was written: recorded (one event), counted (in a summary or only here, past the budget) or rate_limited (answered 429, no write)',
+    help: 'Refused requests (http) and console connections (console), by what was written: recorded (one event), counted (in a summary or only here, past the budget) or rate_limited (answered 429, no write), not_recorded (console: the session is over, or the append failed)',
     labelNames: ['channel', 'outcome'] as const,
   });
 
