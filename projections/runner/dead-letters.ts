@@ -11,7 +11,8 @@ import { Projection } from './projection';
  * - `open`: recorded by the runner, or retried by ops and still failing;
  * - `resolved`: ops retried it and the projection applied it (its sink records were published then);
  * - `skipped`: ops decided the event will never be applied (an explicit, audited request);
- * - `retried`: accepted by the schema for tooling that re-drives letters in bulk; HCP's API does not set it.
+ * - `retried`: in the schema's set as issue #13 named it, but nothing sets it yet (a failed retry stays
+ *   `open` with its new error, a successful one is `resolved`).
  */
 export type DeadLetterStatus = 'open' | 'retried' | 'skipped' | 'resolved';
 export const DEAD_LETTER_STATUSES: readonly DeadLetterStatus[] = ['open', 'retried', 'skipped', 'resolved'];
