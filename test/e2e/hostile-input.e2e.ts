@@ -20,7 +20,10 @@
  */
 import * as fc from 'fast-check';
 import { ROUTE_POLICIES, RoutePolicy } from '@hcp/auth';
-import { ApiClient, jobFinished } from '../support/api-client';
+import { readModelProjections, SILENT_SINKS } from '@hcp/projections';
+import { QuotaReleaseProjection } from '../../src/quotas/quota-release.projection';
+import { VmJobDispatcherProjection } from '../../src/vms/jobs/vm-job-dispatcher.projection';
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import {
   anyBodyRequestArb,
   BodyFieldsContext,
@@ -52,7 +55,7 @@ import {
 } from '../support/arbitraries';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
-import { createTestDatabase, TestDatabase } from '../support/test-database';
+import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
 
 /** API.md, "Errors": every code and the one HTTP status it is answered with. */
 const TAXONOMY: Readonly<Record<string, number>> = {
@@ -694,6 +697,48 @@ describe('hostile input at every route', () => {
         );
       });
     }
+  });
+
+  // Runs after every property above (jest keeps declaration order within a file): what those thousands of
+  // hostile requests wrote to the event store must not stop or poison any projection.
+  describe('after the hostile requests', () => {
+    it('lets every projection reach the last event of its streams, with no dead letter', async () => {
+      const projections = [
+        ...readModelProjections(SILENT_SINKS),
+        // Process managers, built only to read their names and streams (they touch nothing here).
+        new VmJobDispatcherProjection(undefined as never, undefined as never),
+        new QuotaReleaseProjection(undefined as never),
+      ];
+      const behind = async (): Promise<string[]> => {
+        const late: string[] = [];
+        for (const projection of projections) {
+          const [last] = await queryDatabase<{ position: string | null }>(
+            db.url,
+            'SELECT max(position)::text AS position FROM hcp_events WHERE stream_id LIKE ANY($1)',
+            [projection.streamPrefixes.map((prefix) => `${prefix}%`)],
+          );
+          if (last?.position == null) continue;
+          const [checkpoint] = await queryDatabase<{ position: string }>(
+            db.url,
+            'SELECT position::text AS position FROM projection_checkpoints WHERE name = $1',
+            [projection.name],
+          );
+          if (!checkpoint || BigInt(checkpoint.position) < BigInt(last.position)) late.push(projection.name);
+        }
+        return late;
+      };
+      await eventually(
+        async () => ((await behind()).length === 0 ? true : undefined),
+        'every projection to reach the last event of its streams',
+      ).catch(async (err) => {
+        throw new Error(`${(err as Error).message}; behind: ${(await behind()).join(', ')}`);
+      });
+      const deadLetters = await queryDatabase(
+        db.url,
+        'SELECT projection, event_type, stream_id, error FROM projection_dead_letters',
+      );
+      expect(deadLetters).toEqual([]);
+    });
   });
 });
 
