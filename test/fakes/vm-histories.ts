@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  createHcpUpcasters,
   decideVm,
   foldVm,
   HcpError,
@@ -9,9 +10,13 @@ import {
   VmState,
   VmStatus,
 } from '@hcp/domain';
-import { DecodedEvent, DomainEventCodec, EventStore } from '@hcp/eventstore';
+import { DecodedEvent, DomainEventCodec, EventStore, InMemoryEventStore } from '@hcp/eventstore';
+import { JobRepository } from '../../src/jobs';
 import { eventContext } from '../../src/platform/event-sourcing/event-context';
 import { VmRepository } from '../../src/vms';
+import { VmOperationRequester } from '../../src/vms/commands/vm-operation-requester';
+import { FakeClusterCapabilities } from './fake-cluster-capabilities';
+import { FakeJobAdmission } from './fake-job-admission';
 
 /** Where the VMs of these histories live. */
 export const GIVEN_PLACEMENT = { provider_id: 'prov-1', cluster_id: 'cluster-1', image_ref: 'tmpl-ubuntu' } as const;
@@ -140,4 +145,22 @@ export async function refusal(promise: Promise<unknown>): Promise<HcpError> {
     throw new Error(`expected an HcpError, but it resolved with ${JSON.stringify(outcome.resolved)}`);
   if (!(outcome.error instanceof HcpError)) throw outcome.error;
   return outcome.error;
+}
+
+/**
+ * The world of the start, stop, reboot and delete specs: the real VmOperationRequester over an in-memory
+ * store, with fake job admission and cluster capabilities; `handlerOf` builds the handler under test.
+ */
+export function vmOperationWorld<H>(
+  handlerOf: (requester: VmOperationRequester) => H,
+  clusters: FakeClusterCapabilities = new FakeClusterCapabilities(),
+) {
+  const store = new InMemoryEventStore();
+  const codec = new DomainEventCodec(createHcpUpcasters());
+  const vms = new VmRepository(store, codec);
+  const admission = new FakeJobAdmission(new JobRepository(store, codec));
+  const requester = new VmOperationRequester(vms, admission, clusters);
+  const handler = handlerOf(requester);
+  const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
+  return { store, vms, admission, clusters, requester, handler, appendedSince };
 }

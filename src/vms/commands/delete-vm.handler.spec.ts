@@ -1,25 +1,12 @@
-import { createHcpUpcasters, jobStreamId, recordVmOutcome, vmStreamId, VmStatus } from '@hcp/domain';
-import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
-import { FakeClusterCapabilities } from '../../../test/fakes/fake-cluster-capabilities';
-import { FakeJobAdmission } from '../../../test/fakes/fake-job-admission';
-import { appendedAfter, givenVm, refusal } from '../../../test/fakes/vm-histories';
-import { JobRepository } from '../../jobs';
+import { jobStreamId, recordVmOutcome, vmStreamId, VmStatus } from '@hcp/domain';
+import { givenVm, refusal, vmOperationWorld } from '../../../test/fakes/vm-histories';
 import { eventContext } from '../../platform/event-sourcing/event-context';
-import { VmRepository } from '../vm.repository';
 import { DeleteVmCommand, DeleteVmHandler } from './delete-vm.handler';
-import { VmOperationRequester } from './vm-operation-requester';
 
 const ALICE = { actor: 'user:alice', traceId: 'trace-delete' };
 
 function setup() {
-  const store = new InMemoryEventStore();
-  const codec = new DomainEventCodec(createHcpUpcasters());
-  const vms = new VmRepository(store, codec);
-  const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const clusters = new FakeClusterCapabilities();
-  const handler = new DeleteVmHandler(new VmOperationRequester(vms, admission, clusters));
-  const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
-  return { store, vms, admission, clusters, handler, appendedSince };
+  return vmOperationWorld((requester) => new DeleteVmHandler(requester));
 }
 
 describe('DeleteVmHandler', () => {

@@ -1,27 +1,16 @@
-import { createHcpUpcasters, jobStreamId, vmStreamId } from '@hcp/domain';
-import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
+import { jobStreamId, vmStreamId } from '@hcp/domain';
 import { FakeClusterCapabilities } from '../../../test/fakes/fake-cluster-capabilities';
-import { FakeJobAdmission } from '../../../test/fakes/fake-job-admission';
-import { appendedAfter, GIVEN_PLACEMENT, givenVm, refusal } from '../../../test/fakes/vm-histories';
-import { JobRepository } from '../../jobs';
-import { VmRepository } from '../vm.repository';
+import { GIVEN_PLACEMENT, givenVm, refusal, vmOperationWorld } from '../../../test/fakes/vm-histories';
 import { RebootVmCommand, RebootVmHandler } from './reboot-vm.handler';
-import { VmOperationRequester } from './vm-operation-requester';
 
 const ALICE = { actor: 'user:alice', traceId: 'trace-reboot' };
 const THE_CLUSTER = { provider_id: GIVEN_PLACEMENT.provider_id, cluster_id: GIVEN_PLACEMENT.cluster_id };
 
 function setup() {
-  const store = new InMemoryEventStore();
-  const codec = new DomainEventCodec(createHcpUpcasters());
-  const vms = new VmRepository(store, codec);
-  const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, {
-    reboot: true,
-  });
-  const handler = new RebootVmHandler(new VmOperationRequester(vms, admission, clusters));
-  const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
-  return { store, vms, admission, clusters, handler, appendedSince };
+  return vmOperationWorld(
+    (requester) => new RebootVmHandler(requester),
+    new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, { reboot: true }),
+  );
 }
 
 describe('RebootVmHandler', () => {

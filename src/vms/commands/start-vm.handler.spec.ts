@@ -1,24 +1,11 @@
-import { createHcpUpcasters, HcpError, jobStreamId, vmStreamId } from '@hcp/domain';
-import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
-import { FakeClusterCapabilities } from '../../../test/fakes/fake-cluster-capabilities';
-import { FakeJobAdmission } from '../../../test/fakes/fake-job-admission';
-import { appendedAfter, givenVm, refusal } from '../../../test/fakes/vm-histories';
-import { JobRepository } from '../../jobs';
-import { VmRepository } from '../vm.repository';
+import { HcpError, jobStreamId, vmStreamId } from '@hcp/domain';
+import { givenVm, refusal, vmOperationWorld } from '../../../test/fakes/vm-histories';
 import { StartVmCommand, StartVmHandler } from './start-vm.handler';
-import { VmOperationRequester } from './vm-operation-requester';
 
 const ALICE = { actor: 'user:alice', traceId: 'trace-start' };
 
 function setup() {
-  const store = new InMemoryEventStore();
-  const codec = new DomainEventCodec(createHcpUpcasters());
-  const vms = new VmRepository(store, codec);
-  const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const clusters = new FakeClusterCapabilities();
-  const handler = new StartVmHandler(new VmOperationRequester(vms, admission, clusters));
-  const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
-  return { store, vms, admission, clusters, handler, appendedSince };
+  return vmOperationWorld((requester) => new StartVmHandler(requester));
 }
 
 describe('StartVmHandler', () => {

@@ -1,30 +1,18 @@
-import { createHcpUpcasters, HcpError, jobStreamId, recordVmOutcome, vmStreamId } from '@hcp/domain';
-import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
+import { HcpError, jobStreamId, recordVmOutcome, vmStreamId } from '@hcp/domain';
 import { FakeClusterCapabilities } from '../../../test/fakes/fake-cluster-capabilities';
-import { FakeJobAdmission } from '../../../test/fakes/fake-job-admission';
-import { appendedAfter, GIVEN_PLACEMENT, givenVm, refusal } from '../../../test/fakes/vm-histories';
-import { JobRepository } from '../../jobs';
+import { GIVEN_PLACEMENT, givenVm, refusal, vmOperationWorld } from '../../../test/fakes/vm-histories';
 import { eventContext } from '../../platform/event-sourcing/event-context';
-import { VmRepository } from '../vm.repository';
 import { DeleteVmCommand, DeleteVmHandler } from './delete-vm.handler';
 import { StopVmCommand, StopVmHandler } from './stop-vm.handler';
-import { VmOperationRequester } from './vm-operation-requester';
 
 const ALICE = { actor: 'user:alice', traceId: 'trace-stop' };
 const THE_CLUSTER = { provider_id: GIVEN_PLACEMENT.provider_id, cluster_id: GIVEN_PLACEMENT.cluster_id };
 
 function setup() {
-  const store = new InMemoryEventStore();
-  const codec = new DomainEventCodec(createHcpUpcasters());
-  const vms = new VmRepository(store, codec);
-  const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const clusters = new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, {
-    graceful_stop: true,
-  });
-  const requester = new VmOperationRequester(vms, admission, clusters);
-  const handler = new StopVmHandler(requester);
-  const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
-  return { store, vms, admission, clusters, requester, handler, appendedSince };
+  return vmOperationWorld(
+    (requester) => new StopVmHandler(requester),
+    new FakeClusterCapabilities().offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, { graceful_stop: true }),
+  );
 }
 
 describe('StopVmHandler', () => {
