@@ -104,9 +104,9 @@ describe('console sessions', () => {
 
     const trail = await trailOf(session_id, 3);
     expect(trail.map((r) => [r.action, r.result])).toEqual([
-      ['console.open', 'opened'],
-      ['console.connect', 'connected'],
-      ['console.close', 'closed'],
+      ['console.open', 'succeeded'],
+      ['console.connect', 'succeeded'],
+      ['console.close', 'succeeded'],
     ]);
     expect(trail.every((r) => r.actor === 'cora')).toBe(true);
     expect(trail[2].details).toMatchObject({ reason: 'client_closed' });
@@ -125,9 +125,13 @@ describe('console sessions', () => {
     expect((await refusedUpgrade(url, token)).status).toBe(401);
     // Recorded while the session is live, as the anonymous caller's; after it closed, only answered.
     const trail = await trailOf(session_id, 4);
-    const refusals = trail.filter((r) => r.result === 'refused:token_used');
+    const refusals = trail.filter((r) => r.result === 'denied' && r.details.reason === 'token_used');
     expect(refusals).toHaveLength(1);
-    expect(refusals[0]).toMatchObject({ actor: 'anonymous', details: { client_address: '127.0.0.1' } });
+    expect(refusals[0]).toMatchObject({
+      actor: 'anonymous',
+      error_code: 'UNAUTHORIZED',
+      details: { client_address: '127.0.0.1' },
+    });
   });
 
   it('refuses an expired token', async () => {

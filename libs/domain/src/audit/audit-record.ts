@@ -12,6 +12,12 @@ import { boundedTarget, boundedValue, recordedPath, recordedProjectId } from '..
  * an outcome (`accepted`, `failed` with its error code, or `denied` when it was refused); a job's steps
  * then record `started` and `succeeded` or `failed`.
  */
+/**
+ * The outcomes docs/API.md names (accepted, succeeded, failed, denied), plus the two steps before an
+ * outcome that the SRS trail keeps: a request `received` and a job `started`.
+ */
+export type AuditResult = 'received' | 'accepted' | 'started' | 'succeeded' | 'failed' | 'denied';
+
 export interface AuditRecord {
   /** The id of the event it comes from: stable, so consumers de-duplicate by it. */
   event_id: string;
@@ -20,7 +26,7 @@ export interface AuditRecord {
   action: string;
   target: Record<string, string>;
   project_id: string | null;
-  result: string;
+  result: AuditResult;
   /** The error code of a `failed` or `denied` outcome. */
   error_code?: string;
   trace_id: string | null;
@@ -142,14 +148,15 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         action: 'break-glass',
         target: { path: recordedPath(e.data.path) },
         project_id: e.data.project_id,
-        result: 'allowed',
+        result: 'accepted',
         details: { reason: boundedValue(e.data.reason, 512), method: e.data.method, ops_roles: e.data.ops_roles },
       };
     case 'JobStarted':
     case 'JobSucceeded':
     case 'JobFailed': {
       if (!job) return null;
-      const result = e.type === 'JobStarted' ? 'started' : e.type === 'JobSucceeded' ? 'succeeded' : 'failed';
+      const result: AuditResult =
+        e.type === 'JobStarted' ? 'started' : e.type === 'JobSucceeded' ? 'succeeded' : 'failed';
       const details: Record<string, unknown> = { attempt: e.data.attempt };
       if (e.type === 'JobFailed') details.error = { code: e.data.error.code, message: e.data.error.message };
       return {
@@ -174,22 +181,26 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         return {
           ...record,
           action: 'console.open',
-          result: 'opened',
+          result: 'succeeded',
           details: { type: e.data.type, connect_by: e.data.connect_by },
         };
       if (e.type === 'ConsoleSessionConnected')
-        return { ...record, action: 'console.connect', result: 'connected', details: { ends_by: e.data.ends_by } };
+        return { ...record, action: 'console.connect', result: 'succeeded', details: { ends_by: e.data.ends_by } };
       if (e.type === 'ConsoleSessionRefused')
         return {
           ...record,
           action: 'console.connect',
-          result: `refused:${e.data.reason}`,
-          details: e.data.client_address ? { client_address: e.data.client_address } : {},
+          result: 'denied',
+          error_code: 'UNAUTHORIZED',
+          details: {
+            reason: e.data.reason,
+            ...(e.data.client_address ? { client_address: e.data.client_address } : {}),
+          },
         };
       return {
         ...record,
         action: 'console.close',
-        result: 'closed',
+        result: 'succeeded',
         details: {
           reason: e.data.reason,
           bytes_to_client: e.data.bytes_to_client,
