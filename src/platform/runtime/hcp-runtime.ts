@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { createPublicKey } from 'node:crypto';
 import { exportJWK } from 'jose';
 import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
@@ -10,6 +11,7 @@ import { startEmbeddedPostgres } from '@hcp/local-postgres';
 import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
+import { survivePoolConnectionLoss } from '../persistence/lost-connections';
 import { migrate } from '../persistence/migrate';
 
 /**
@@ -50,12 +52,15 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     const dataSource = createDataSource(databaseUrl);
     await dataSource.initialize();
     closers.push(() => dataSource.destroy());
+    const lost = (err: Error) => logger.warn(`database connection lost: ${err.message}`);
+    survivePoolConnectionLoss((dataSource.driver as PostgresDriver).master as Pool, lost);
     await migrate(dataSource);
 
     const pool = new Pool({ connectionString: databaseUrl, max: 20, application_name: 'hcp-events' });
     // An idle connection dropped by the server (restart, failover) must not crash the process; the pool
     // replaces it on the next checkout.
-    pool.on('error', (err) => logger.warn(`database connection lost: ${err.message}`));
+    pool.on('error', lost);
+    survivePoolConnectionLoss(pool, lost);
     closers.push(() => pool.end());
     const eventStore: EventStore = config.eventStoreConnectionString
       ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })

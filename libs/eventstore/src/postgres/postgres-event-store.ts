@@ -115,6 +115,15 @@ export class PostgresEventStore implements EventStore {
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     assertAppendable(events);
     const client = await this.pool.connect();
+    // A connection the server drops while it is checked out (restart, failover, pg_terminate_backend)
+    // emits 'error' on the client besides failing the running query; the pool listens only to idle
+    // clients, and an 'error' event nobody listens to ends the process. The query's rejection carries the
+    // failure to the caller; this only marks the client as one not to reuse.
+    let lost: Error | undefined;
+    const onLost = (err: Error) => {
+      lost = err;
+    };
+    client.on('error', onLost);
     const allocation = { locked: false };
     let broken: Error | undefined;
     try {
@@ -128,7 +137,9 @@ export class PostgresEventStore implements EventStore {
       }
       throw err;
     } finally {
-      client.release(broken);
+      // A lost client is destroyed, not pooled: it keeps the listener, since it may still report its end.
+      if (!(broken ?? lost)) client.removeListener('error', onLost);
+      client.release(broken ?? lost);
     }
   }
 
