@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import {
+  BREAK_GLASS_REASON_MAX,
   BREAK_GLASS_STREAM_PREFIX,
   BreakGlassUsed,
   boundedValue,
@@ -18,9 +19,6 @@ import { EVENT_STORE } from '../../platform/tokens';
  * the request fails rather than running unaudited. What the client sent is bounded first: the path
  * without its query string, the reason header cut to a length, a project id only when it is a valid one.
  */
-/** Room for a ticket reference and a sentence; a header value can be kilobytes. */
-const BREAK_GLASS_REASON_MAX = 512;
-
 @Injectable()
 export class BreakGlassRecorder {
   constructor(

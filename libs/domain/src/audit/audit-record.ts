@@ -4,7 +4,13 @@ import { OpsResourceEvent } from '../ops/ops-resources';
 import { RejectedRequestValues, RequestEvent } from '../security/request.events';
 import { BreakGlassUsed } from '../security/security.events';
 import { RequestRefusalsSuppressed } from '../refusal/refusal.events';
-import { boundedTarget, boundedValue, recordedPath, recordedProjectId } from '../security/request-facts';
+import {
+  BREAK_GLASS_REASON_MAX,
+  boundedTarget,
+  boundedValue,
+  recordedPath,
+  recordedProjectId,
+} from '../security/request-facts';
 
 /**
  * One line of the audit trail, as auditors query it (`GET /v1/ops/audit`, `hcp audit replay`) and as
@@ -149,7 +155,11 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         target: { path: recordedPath(e.data.path) },
         project_id: e.data.project_id,
         result: 'accepted',
-        details: { reason: boundedValue(e.data.reason, 512), method: e.data.method, ops_roles: e.data.ops_roles },
+        details: {
+          reason: boundedValue(e.data.reason, BREAK_GLASS_REASON_MAX),
+          method: e.data.method,
+          ops_roles: e.data.ops_roles,
+        },
       };
     case 'JobStarted':
     case 'JobSucceeded':

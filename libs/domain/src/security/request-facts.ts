@@ -11,6 +11,8 @@ export const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 /** The longest recorded value taken from a request (an identifier, a header), in characters. */
 export const RECORDED_VALUE_MAX = 128;
+/** A break-glass reason: room for a ticket reference and a sentence (access refuses over 500 anyway). */
+export const BREAK_GLASS_REASON_MAX = 512;
 /** How much of a refused value is kept to show what it was. */
 const REJECTED_PREFIX_MAX = 32;
 /** Route templates have a handful of parameters; more than this is not a route of ours. */
