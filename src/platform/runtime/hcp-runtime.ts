@@ -14,6 +14,9 @@ import { createDataSource } from '../persistence/data-source';
 import { survivePoolConnectionLoss } from '../persistence/lost-connections';
 import { migrate } from '../persistence/migrate';
 
+/** A request waiting on a database that is down fails after this instead of hanging on the pool. */
+export const EVENT_STORE_CONNECTION_TIMEOUT_MS = 5000;
+
 /**
  * Everything HCP opens before Nest starts: the database (embedded when none is configured), the schema,
  * the event store, the token keys and the secrets box. Built once, closed once.
@@ -56,7 +59,12 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     survivePoolConnectionLoss((dataSource.driver as PostgresDriver).master as Pool, lost);
     await migrate(dataSource);
 
-    const pool = new Pool({ connectionString: databaseUrl, max: 20, application_name: 'hcp-events' });
+    const pool = new Pool({
+      connectionString: databaseUrl,
+      max: 20,
+      application_name: 'hcp-events',
+      connectionTimeoutMillis: EVENT_STORE_CONNECTION_TIMEOUT_MS,
+    });
     // An idle connection dropped by the server (restart, failover) must not crash the process; the pool
     // replaces it on the next checkout.
     pool.on('error', lost);
