@@ -65,6 +65,12 @@ export interface HcpConfig {
   };
   /** Kafka for audit and metering; no brokers means the log. */
   messaging: MessagingConfig;
+  shutdown: {
+    /** Longest a SIGTERM may take; past it the process logs what was still pending and exits non-zero. */
+    graceMs: number;
+    /** How long readiness says draining before the listener closes, for load balancers to notice. */
+    drainDelayMs: number;
+  };
 }
 
 interface VariableSpec {
@@ -204,6 +210,17 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
       'dev mode: host names (any port, comma-separated) a request Host may name for console URLs, and a console websocket Origin may come from',
   },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
+  {
+    name: 'HCP_SHUTDOWN_GRACE_MS',
+    default: '25000',
+    description:
+      'longest a graceful stop (SIGTERM, SIGINT) may take; past it HCP logs what was still pending and exits non-zero',
+  },
+  {
+    name: 'HCP_SHUTDOWN_DRAIN_DELAY_MS',
+    default: '0',
+    description: 'on SIGTERM, how long readiness answers draining (and new requests 503) before the listener closes',
+  },
 ];
 
 /**
@@ -361,6 +378,10 @@ export function loadConfig(
     refusals: {
       recordedPerMinute: int('HCP_REFUSALS_RECORDED_PER_MINUTE', 0, 1_000_000),
       anonymousPerMinute: int('HCP_REFUSALS_ANONYMOUS_PER_MINUTE', 1, 10_000_000),
+    },
+    shutdown: {
+      graceMs: int('HCP_SHUTDOWN_GRACE_MS', 1000, 3_600_000),
+      drainDelayMs: int('HCP_SHUTDOWN_DRAIN_DELAY_MS', 0, 3_600_000),
     },
   };
   if (config.auth.mode === 'jwks' && !config.auth.jwksFile === !config.auth.jwksUrl)
