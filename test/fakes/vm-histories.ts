@@ -158,8 +158,9 @@ export function vmOperationWorld<H>(
   const store = new InMemoryEventStore();
   const codec = new DomainEventCodec(createHcpUpcasters());
   const vms = new VmRepository(store, codec);
-  const admission = new FakeJobAdmission(new JobRepository(store, codec));
-  const requester = new VmOperationRequester(vms, admission, clusters);
+  const jobs = new JobRepository(store, codec);
+  const admission = new FakeJobAdmission(jobs);
+  const requester = new VmOperationRequester(vms, admission, jobs, clusters);
   const handler = handlerOf(requester);
   const appendedSince = (position: bigint) => appendedAfter(store, codec, position);
   return { store, vms, admission, clusters, requester, handler, appendedSince };

@@ -3,6 +3,7 @@ import { FakeClusterCapabilities } from '../../../test/fakes/fake-cluster-capabi
 import { GIVEN_PLACEMENT, givenVm, refusal, vmOperationWorld } from '../../../test/fakes/vm-histories';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { DeleteVmCommand, DeleteVmHandler } from './delete-vm.handler';
+import { StartVmCommand, StartVmHandler } from './start-vm.handler';
 import { StopVmCommand, StopVmHandler } from './stop-vm.handler';
 
 const ALICE = { actor: 'user:alice', traceId: 'trace-stop' };
@@ -136,6 +137,55 @@ describe('StopVmHandler', () => {
     expect(await appendedSince(before)).toEqual([]);
     expect(admission.queued().map((q) => q.data.job_id)).toEqual([first.job_id]);
     expect((await vms.load(vm.vm_id)).state).toMatchObject({ status: 'stopped', pending_job_id: null });
+  });
+
+  it("a stop retried after a later start was accepted answers the stop's job and leaves the start pending", async () => {
+    const { store, vms, requester, handler, appendedSince } = setup();
+    const vm = await givenVm(vms, 'running');
+    const withKey = { ...ALICE, idempotencyKey: 'stop-then-late-retry' };
+    const stop = await handler.execute(new StopVmCommand('p1', vm.vm_id, true, withKey));
+    await vms.update(
+      vm.vm_id,
+      (s) => recordVmOutcome(s, { type: 'succeeded', job_id: stop.job_id, operation: 'stop', addresses: [] }),
+      eventContext('hcp-worker', 'trace-job'),
+    );
+    const start = await new StartVmHandler(requester).execute(new StartVmCommand('p1', vm.vm_id, ALICE));
+    const before = await store.headPosition();
+
+    const retry = await handler.execute(new StopVmCommand('p1', vm.vm_id, true, withKey));
+
+    expect(retry).toEqual(stop);
+    expect(await appendedSince(before)).toEqual([]);
+    expect((await vms.load(vm.vm_id)).state).toMatchObject({ status: 'starting', pending_job_id: start.job_id });
+  });
+
+  it('refuses a key first used for a stop of another VM with CONFLICT, recording nothing', async () => {
+    const { store, vms, handler, appendedSince } = setup();
+    const first = await givenVm(vms, 'running');
+    const second = await givenVm(vms, 'running');
+    const withKey = { ...ALICE, idempotencyKey: 'one-key-two-vms' };
+    await handler.execute(new StopVmCommand('p1', first.vm_id, true, withKey));
+    const before = await store.headPosition();
+
+    const error = await refusal(handler.execute(new StopVmCommand('p1', second.vm_id, true, withKey)));
+
+    expect(error.code).toBe('CONFLICT');
+    expect(await appendedSince(before)).toEqual([]);
+    expect((await vms.load(second.vm_id)).state).toMatchObject({ status: 'running', pending_job_id: null });
+  });
+
+  it('a retried graceful stop is answered with its job even after the cluster stopped offering graceful stops', async () => {
+    const { store, vms, clusters, handler, appendedSince } = setup();
+    const vm = await givenVm(vms, 'running');
+    const withKey = { ...ALICE, idempotencyKey: 'graceful-then-capability-gone' };
+    const first = await handler.execute(new StopVmCommand('p1', vm.vm_id, false, withKey));
+    clusters.offer(THE_CLUSTER.provider_id, THE_CLUSTER.cluster_id, {});
+    const before = await store.headPosition();
+
+    const retry = await handler.execute(new StopVmCommand('p1', vm.vm_id, false, withKey));
+
+    expect(retry).toEqual(first);
+    expect(await appendedSince(before)).toEqual([]);
   });
 
   it('of a stop and a delete racing on one running VM, one is admitted and the other refused with CONFLICT', async () => {

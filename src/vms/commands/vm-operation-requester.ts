@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   capabilitiesForAction,
+  conflict,
   decideVm,
   HcpError,
   jobQueuedFor,
@@ -12,7 +13,7 @@ import {
 import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { JobAccepted, JobAdmission } from '../../jobs';
+import { JobAccepted, JobAdmission, JobRepository } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
 type OperationCommand = Extract<VmCommand, { job_id: string }>;
@@ -20,12 +21,18 @@ type OperationCommand = Extract<VmCommand, { job_id: string }>;
 /**
  * The shared path of start, stop, reboot and delete: decide on the VM aggregate (retrying on a
  * concurrent change), then open the job. A VM of another project is NOT_FOUND, never FORBIDDEN.
+ *
+ * A retried request (same idempotency key, so the same job id) whose job exists already is answered
+ * with that job before anything is decided: the VM may have moved on since (another operation, a
+ * changed cluster), and deciding again would either refuse a request that was accepted or attach a
+ * second request to a job id whose stream is already written.
  */
 @Injectable()
 export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
-    @Inject(JobAdmission) private readonly jobs: Pick<JobAdmission, 'admit'>,
+    @Inject(JobAdmission) private readonly admission: Pick<JobAdmission, 'admit'>,
+    @Inject(JobRepository) private readonly jobs: Pick<JobRepository, 'load'>,
     @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'clusterCapabilities'>,
   ) {}
 
@@ -36,6 +43,8 @@ export class VmOperationRequester {
     command: (jobId: string) => OperationCommand,
   ): Promise<JobAccepted> {
     const jobId = idsFor(ctx, projectId, 'job');
+    const accepted = await this.acceptedBefore(projectId, vmId, jobId);
+    if (accepted) return accepted;
     await this.assertCapable(projectId, vmId, command(jobId));
     const context = eventContext(ctx.actor, ctx.traceId);
     const { events } = await this.vms.update(
@@ -48,7 +57,17 @@ export class VmOperationRequester {
       },
       context,
     );
-    if (events.length > 0) await this.jobs.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    if (events.length > 0)
+      await this.admission.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    return { resource_id: vmId, job_id: jobId };
+  }
+
+  /** The acceptance of an earlier try of this request, if its job exists; a job of another VM is a reused key. */
+  private async acceptedBefore(projectId: string, vmId: string, jobId: string): Promise<JobAccepted | null> {
+    const { state: job } = await this.jobs.load(jobId);
+    if (!job) return null;
+    if (job.project_id !== projectId || job.resource_id !== vmId)
+      throw conflict('this idempotency key was used for a request on another resource');
     return { resource_id: vmId, job_id: jobId };
   }
 
