@@ -70,6 +70,17 @@ export class HcpMetrics {
     labelNames: ['channel', 'outcome'] as const,
   });
 
+  readonly unhandledErrors = new Counter({
+    name: 'hcp_unhandled_errors_total',
+    help: 'Errors no code handled (unhandled_rejection, uncaught_exception), logged and survived: each one is a bug to fix',
+    labelNames: ['kind'] as const,
+  });
+  readonly unavailableAnswers = new Counter({
+    name: 'hcp_unavailable_answers_total',
+    help: 'Requests answered 503 with Retry-After because HCP could not serve them, by reason (database, event_store, schema, draining)',
+    labelNames: ['reason'] as const,
+  });
+
   readonly publishFailures = new Counter({
     name: 'hcp_publish_failures_total',
     help: 'Failed publications of audit or metering records',
