@@ -3,7 +3,7 @@ import {
   ConsoleSessionEvent,
   upcastConsoleSessionRefusedV1,
 } from './console/console-session.events';
-import { JOB_EVENT_VERSIONS, JobEvent } from './job/job.events';
+import { JOB_EVENT_VERSIONS, JobEvent, upcastJobQueuedV1 } from './job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from './ops/ops-resources';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent } from './quota/quota.events';
 import { REFUSAL_EVENT_VERSIONS, RefusalEvent } from './refusal/refusal.events';
@@ -43,6 +43,7 @@ export function createHcpUpcasters(): UpcasterRegistry {
     ...CONSOLE_SESSION_EVENT_VERSIONS,
   })
     .register('RequestReceived', 1, upcastRequestReceivedV1)
-    .register('RequestRefused', 1, upcastRequestRefusedV1);
+    .register('RequestRefused', 1, upcastRequestRefusedV1)
+    .register('JobQueued', 1, upcastJobQueuedV1);
   return registry.register('ConsoleSessionRefused', 1, upcastConsoleSessionRefusedV1);
 }

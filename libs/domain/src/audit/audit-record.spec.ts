@@ -172,4 +172,29 @@ describe('audit records', () => {
     );
     expect(record).toMatchObject({ result: 'failed', error_code: 'PROVIDER_ERROR', action: 'vm.create' });
   });
+
+  it('records an ops recovery of a job as job.recover by the ops actor, with the action and the reason', () => {
+    const record = auditRecordOf(
+      {
+        ...source(
+          {
+            type: 'JobRecovered',
+            version: 1,
+            data: { action: 'mark-failed', reason: 'VM fixed by hand', previous_status: 'running', deadline: null },
+          } as DomainEvent,
+          'job-j1',
+        ),
+        actor: 'ops:olga',
+      },
+      { project_id: 'p', type: 'vm.stop', resource_id: 'v1', actor: 'tom' },
+    );
+    expect(record).toMatchObject({
+      actor: 'ops:olga',
+      action: 'job.recover',
+      target: { job_id: 'j1', vm_id: 'v1' },
+      project_id: 'p',
+      result: 'succeeded',
+      details: { action: 'mark-failed', reason: 'VM fixed by hand', previous_status: 'running' },
+    });
+  });
 });

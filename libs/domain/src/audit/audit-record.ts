@@ -1,5 +1,5 @@
 import { ConsoleSessionEvent } from '../console/console-session.events';
-import { JobEvent } from '../job/job.events';
+import { JOB_RECOVERY_REASON_MAX, JobEvent } from '../job/job.events';
 import { OpsResourceEvent } from '../ops/ops-resources';
 import { RejectedRequestValues, RequestEvent } from '../security/request.events';
 import { BreakGlassUsed } from '../security/security.events';
@@ -180,6 +180,22 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         details,
       };
     }
+    case 'JobRecovered':
+      // Who acted is the ops actor of the event, not the tenant who opened the job.
+      if (!job) return null;
+      return {
+        ...base,
+        actor: source.actor,
+        action: 'job.recover',
+        target: { job_id: source.stream_id.slice('job-'.length), vm_id: job.resource_id },
+        project_id: job.project_id,
+        result: 'succeeded',
+        details: {
+          action: e.data.action,
+          reason: boundedValue(e.data.reason, JOB_RECOVERY_REASON_MAX),
+          previous_status: e.data.previous_status,
+        },
+      };
     case 'ConsoleSessionOpened':
     case 'ConsoleSessionConnected':
     case 'ConsoleSessionClosed':

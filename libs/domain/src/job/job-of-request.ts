@@ -21,5 +21,7 @@ export function jobQueuedFor(
     trace_id: ctx.trace_id,
     actor: ctx.actor,
     params,
+    // No deadline here: whoever opens the job stamps it (it knows the configured length), see
+    // JobRepository.ensureQueued.
   });
 }

@@ -1,8 +1,17 @@
 import { HcpError, HcpErrorShape } from '../errors';
+import { createHcpUpcasters } from '../hcp-events';
 import { VmRequestEvent } from '../vm/vm.events';
 import { jobQueuedFor } from './job-of-request';
-import { JobEvent } from './job.events';
-import { decideJob, evolveJob, JobState } from './job.state-machine';
+import { DEFAULT_JOB_DEADLINE_MS, JOB_RECOVERY_REASON_MAX, JobEvent, JobQueued } from './job.events';
+import {
+  decideJob,
+  evolveJob,
+  JobCommand,
+  jobDeadlineError,
+  jobDeadlinePassed,
+  JobState,
+  JobStatus,
+} from './job.state-machine';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const ERR: HcpErrorShape = { code: 'PROVIDER_UNAVAILABLE', message: 'down', retryable: true };
@@ -18,14 +27,26 @@ const request: VmRequestEvent = {
 };
 const queued = () => apply(null, [jobQueuedFor(request, 'vm-1', { trace_id: 't', actor: 'alice' })])!;
 
-function expectConflict(fn: () => unknown) {
+function expectRefused(fn: () => unknown, code: string) {
   expect(fn).toThrow(HcpError);
   try {
     fn();
   } catch (err) {
-    expect((err as HcpError).code).toBe('CONFLICT');
+    expect((err as HcpError).code).toBe(code);
   }
 }
+const expectConflict = (fn: () => unknown) => expectRefused(fn, 'CONFLICT');
+
+const LATER = '2026-01-01T01:00:00.000Z';
+const run = (job: JobState, command: JobCommand) => apply(job, decideJob(job, command))!;
+/** The job in each status, reached through the decider. */
+function jobIn(status: JobStatus): JobState {
+  const running = run(queued(), { type: 'start', worker: 'w1' });
+  if (status === 'queued') return queued();
+  if (status === 'running') return running;
+  return run(running, status === 'succeeded' ? { type: 'succeed' } : { type: 'fail', error: ERR });
+}
+const STATUSES: JobStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 
 describe('job state machine', () => {
   it('derives the queued job from the VM request it serves', () => {
@@ -73,5 +94,125 @@ describe('job state machine', () => {
 
   it('rejects commands for a job that was never queued', () => {
     expectConflict(() => decideJob(null, { type: 'succeed' }));
+  });
+
+  describe('release (the worker stops)', () => {
+    it('gives a running job back: waiting, due now, and the attempt taken back so the next start repeats it', () => {
+      let job = run(queued(), { type: 'start', worker: 'w1' });
+      const events = decideJob(job, { type: 'release', worker: 'w1' });
+      expect(events).toEqual([
+        { type: 'JobAttemptReleased', version: 1, data: { attempt: 1, worker: 'w1', reason: 'worker_stopping' } },
+      ]);
+      job = apply(job, events)!;
+      expect(job).toMatchObject({ status: 'queued', attempts: 0, retry_at: null, error: null });
+      expect(decideJob(job, { type: 'start', worker: 'w2' })).toEqual([
+        { type: 'JobStarted', version: 1, data: { attempt: 1, worker: 'w2' } },
+      ]);
+    });
+
+    it('keeps the error of an earlier failed attempt and the count of attempts that did count', () => {
+      let job = run(run(queued(), { type: 'start', worker: 'w1' }), { type: 'fail_attempt', error: ERR, retry_at: AT });
+      job = run(run(job, { type: 'start', worker: 'w1' }), { type: 'release', worker: 'w1' });
+      expect(job).toMatchObject({ status: 'queued', attempts: 1, error: ERR });
+    });
+
+    it.each(['queued', 'succeeded', 'failed'] as const)('refuses to release a %s job', (status) => {
+      expectConflict(() => decideJob(jobIn(status), { type: 'release', worker: 'w1' }));
+    });
+  });
+
+  describe('deadline', () => {
+    it('is the one JobQueued recorded', () => {
+      const event = { ...jobQueuedFor(request, 'vm-1', { trace_id: 't', actor: 'a' }) };
+      event.data = { ...event.data, deadline: LATER };
+      expect(apply(null, [event])!.deadline).toBe(LATER);
+    });
+
+    it('of a job queued before deadlines (JobQueued v1) is its queued time plus the default', () => {
+      const v1 = { ...jobQueuedFor(request, 'vm-1', { trace_id: 't', actor: 'a' }), version: 1 };
+      const { deadline: _none, ...v1Data } = v1.data;
+      const upcast = createHcpUpcasters().upcast({ ...v1, data: v1Data }) as JobQueued;
+      expect(upcast).toMatchObject({ version: 2, data: { deadline: null } });
+      expect(apply(null, [upcast])!.deadline).toBe(new Date(Date.parse(AT) + DEFAULT_JOB_DEADLINE_MS).toISOString());
+    });
+
+    it('has passed from its instant on, and fails the job with a final PROVIDER_TIMEOUT naming the last error', () => {
+      const job = { ...queued(), deadline: LATER, error: ERR };
+      expect(jobDeadlinePassed(job, new Date(Date.parse(LATER) - 1))).toBe(false);
+      expect(jobDeadlinePassed(job, new Date(LATER))).toBe(true);
+      expect(jobDeadlineError(job)).toMatchObject({
+        code: 'PROVIDER_TIMEOUT',
+        retryable: false,
+        details: { deadline: LATER, last_error: { code: ERR.code, message: ERR.message } },
+      });
+    });
+  });
+
+  describe('recovery by ops', () => {
+    const retry = { type: 'recover', action: 'retry', reason: 'provider back', deadline: LATER } as const;
+    const markFailed = { type: 'recover', action: 'mark-failed', reason: 'VM fixed by hand', deadline: LATER } as const;
+
+    it.each(['queued', 'running', 'failed'] as const)(
+      'retries a %s job: waiting, due now, a fresh attempt budget and the new deadline',
+      (status) => {
+        const before = jobIn(status);
+        const events = decideJob(before, retry);
+        expect(events).toEqual([
+          {
+            type: 'JobRecovered',
+            version: 1,
+            data: { action: 'retry', reason: 'provider back', previous_status: status, deadline: LATER },
+          },
+        ]);
+        expect(apply(before, events)).toMatchObject({
+          status: 'queued',
+          attempts: 0,
+          finished_at: null,
+          retry_at: null,
+          deadline: LATER,
+        });
+      },
+    );
+
+    it.each(['queued', 'running'] as const)(
+      'marks a %s job failed with INTERNAL_ERROR carrying the reason',
+      (status) => {
+        const before = jobIn(status);
+        const events = decideJob(before, markFailed);
+        expect(events.map((e) => e.type)).toEqual(['JobRecovered', 'JobFailed']);
+        expect(events[0]!.data).toEqual({
+          action: 'mark-failed',
+          reason: 'VM fixed by hand',
+          previous_status: status,
+          deadline: null,
+        });
+        expect(apply(before, events)).toMatchObject({
+          status: 'failed',
+          attempts: before.attempts,
+          error: { code: 'INTERNAL_ERROR', message: 'marked failed by ops: VM fixed by hand', retryable: false },
+          finished_at: AT,
+        });
+      },
+    );
+
+    it('refuses to retry a succeeded job and to mark a finished job failed', () => {
+      expectConflict(() => decideJob(jobIn('succeeded'), retry));
+      expectConflict(() => decideJob(jobIn('succeeded'), markFailed));
+      expectConflict(() => decideJob(jobIn('failed'), markFailed));
+    });
+
+    it('refuses a blank reason or one longer than the bound, whatever the status', () => {
+      for (const status of STATUSES) {
+        expectRefused(() => decideJob(jobIn(status), { ...retry, reason: '  ' }), 'INVALID_REQUEST');
+        expectRefused(
+          () => decideJob(jobIn(status), { ...markFailed, reason: 'x'.repeat(JOB_RECOVERY_REASON_MAX + 1) }),
+          'INVALID_REQUEST',
+        );
+      }
+    });
+
+    it('refuses to recover a job that was never queued', () => {
+      expectConflict(() => decideJob(null, retry));
+    });
   });
 });

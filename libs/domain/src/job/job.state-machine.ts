@@ -1,5 +1,13 @@
-import { conflict, HcpErrorShape } from '../errors';
-import { JobEvent, JobQueued, JobType, jobEvent } from './job.events';
+import { conflict, HcpError, HcpErrorShape, invalidRequest } from '../errors';
+import {
+  DEFAULT_JOB_DEADLINE_MS,
+  JOB_RECOVERY_REASON_MAX,
+  JobEvent,
+  JobQueued,
+  JobRecoveryAction,
+  JobType,
+  jobEvent,
+} from './job.events';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -9,6 +17,7 @@ export interface JobState {
   type: JobType;
   resource_id: string;
   status: JobStatus;
+  /** Attempts that counted: a released attempt (its worker stopped) is taken back. */
   attempts: number;
   params: Record<string, unknown>;
   trace_id: string;
@@ -17,6 +26,8 @@ export interface JobState {
   started_at: string | null;
   finished_at: string | null;
   retry_at: string | null;
+  /** After this the job fails with PROVIDER_TIMEOUT instead of running (again). */
+  deadline: string;
   error: HcpErrorShape | null;
 }
 
@@ -34,6 +45,18 @@ export function evolveJob(state: JobState | null, event: JobEvent, at: string): 
       };
     case 'JobAttemptFailed':
       return { ...state, status: 'queued', error: event.data.error, retry_at: event.data.retry_at };
+    case 'JobAttemptReleased':
+      return { ...state, status: 'queued', attempts: event.data.attempt - 1, retry_at: null };
+    case 'JobRecovered':
+      if (event.data.action === 'mark-failed') return state; // the JobFailed that follows settles it
+      return {
+        ...state,
+        status: 'queued',
+        attempts: 0,
+        finished_at: null,
+        retry_at: null,
+        deadline: event.data.deadline ?? state.deadline,
+      };
     case 'JobSucceeded':
       return { ...state, status: 'succeeded', finished_at: at, error: null, retry_at: null };
     case 'JobFailed':
@@ -56,6 +79,7 @@ function queuedState(data: JobQueued['data'], at: string): JobState {
     started_at: null,
     finished_at: null,
     retry_at: null,
+    deadline: data.deadline ?? new Date(Date.parse(at) + DEFAULT_JOB_DEADLINE_MS).toISOString(),
     error: null,
   };
 }
@@ -64,14 +88,33 @@ export function foldJob(events: ReadonlyArray<{ event: JobEvent; at: string }>):
   return events.reduce<JobState | null>((state, { event, at }) => evolveJob(state, event, at), null);
 }
 
+/** Whether the job's deadline has passed at `now`: it may not run (again), only fail. */
+export function jobDeadlinePassed(state: JobState, now: Date): boolean {
+  return now.getTime() >= Date.parse(state.deadline);
+}
+
+/** The error of a job that ran out of time; `last` is the error of its last attempt, if any. */
+export function jobDeadlineError(state: JobState, last: HcpErrorShape | null = state.error): HcpErrorShape {
+  // Not retryable: no attempt may start past the deadline, whoever asks.
+  return new HcpError(
+    'PROVIDER_TIMEOUT',
+    `the job did not finish by its deadline (${state.deadline})`,
+    { deadline: state.deadline, ...(last ? { last_error: { code: last.code, message: last.message } } : {}) },
+    false,
+  ).toShape();
+}
+
 export type JobCommand =
   | { type: 'start'; worker: string }
   | { type: 'succeed' }
   | { type: 'fail_attempt'; error: HcpErrorShape; retry_at: string }
-  | { type: 'fail'; error: HcpErrorShape };
+  | { type: 'fail'; error: HcpErrorShape }
+  | { type: 'release'; worker: string }
+  | { type: 'recover'; action: JobRecoveryAction; reason: string; deadline: string };
 
 export function decideJob(state: JobState | null, command: JobCommand): JobEvent[] {
   if (!state) throw conflict('job has not been queued');
+  if (command.type === 'recover') return decideRecovery(state, command);
   if (state.status === 'succeeded' || state.status === 'failed') {
     throw conflict(`job is already ${state.status}`, { status: state.status });
   }
@@ -90,7 +133,33 @@ export function decideJob(state: JobState | null, command: JobCommand): JobEvent
     case 'fail':
       // A queued job may fail too: its lease expired more often than the retry limit allows.
       return [jobEvent('JobFailed', { attempt: state.attempts, error: command.error })];
+    case 'release':
+      requireRunning(state, 'give back');
+      return [
+        jobEvent('JobAttemptReleased', { attempt: state.attempts, worker: command.worker, reason: 'worker_stopping' }),
+      ];
   }
+}
+
+/**
+ * Ops retry any job but a succeeded one (whether the resource can take a failed job's operation again
+ * is its executor's call, asked before this), and mark failed only a job that has not finished.
+ */
+function decideRecovery(state: JobState, command: Extract<JobCommand, { type: 'recover' }>): JobEvent[] {
+  const reason = command.reason.trim();
+  if (reason.length === 0 || reason.length > JOB_RECOVERY_REASON_MAX)
+    throw invalidRequest(`reason must be 1 to ${JOB_RECOVERY_REASON_MAX} characters`);
+  if (state.status === 'succeeded' || (command.action === 'mark-failed' && state.status === 'failed'))
+    throw conflict(`job is already ${state.status}; there is nothing to ${command.action}`, { status: state.status });
+  const recovered = jobEvent('JobRecovered', {
+    action: command.action,
+    reason,
+    previous_status: state.status,
+    deadline: command.action === 'retry' ? command.deadline : null,
+  });
+  if (command.action === 'retry') return [recovered];
+  const error = new HcpError('INTERNAL_ERROR', `marked failed by ops: ${reason}`, { recovered_by_ops: true }).toShape();
+  return [recovered, jobEvent('JobFailed', { attempt: state.attempts, error })];
 }
 
 function requireRunning(state: JobState, verb: string): void {
