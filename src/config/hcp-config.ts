@@ -39,6 +39,8 @@ export interface HcpConfig {
     maxAttempts: number;
     retryBackoffMs: number;
     attemptTimeoutMs: number;
+    /** How long a job may take from being queued; recorded on the job when it is opened. */
+    deadlineMs: number;
     workerConcurrency: number;
     pollMs: number;
   };
@@ -142,6 +144,12 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
   },
   { name: 'HCP_JOB_RETRY_BACKOFF_MS', default: '2000', description: 'first retry delay, doubled per attempt' },
   { name: 'HCP_JOB_ATTEMPT_TIMEOUT_MS', default: '600000', description: 'deadline of one driver call' },
+  {
+    name: 'HCP_JOB_DEADLINE_MS',
+    default: '1800000',
+    description:
+      'how long a job may take from being queued (recorded on the job); past it the job fails with PROVIDER_TIMEOUT',
+  },
   { name: 'HCP_WORKER_CONCURRENCY', default: '16', description: 'jobs one worker process runs at once' },
   { name: 'HCP_WORKER_POLL_MS', default: '250', description: 'how often an idle worker looks for due jobs' },
   {
@@ -347,6 +355,7 @@ export function loadConfig(
       maxAttempts: int('HCP_JOB_MAX_ATTEMPTS', 1, 100),
       retryBackoffMs: int('HCP_JOB_RETRY_BACKOFF_MS', 0, 3_600_000),
       attemptTimeoutMs: int('HCP_JOB_ATTEMPT_TIMEOUT_MS', 1000, 86_400_000),
+      deadlineMs: int('HCP_JOB_DEADLINE_MS', 1000, 7 * 86_400_000),
       workerConcurrency: int('HCP_WORKER_CONCURRENCY', 1, 1000),
       pollMs: int('HCP_WORKER_POLL_MS', 10, 60_000),
     },
