@@ -85,6 +85,21 @@ export class HcpProcess {
     await this.signal('SIGTERM');
   }
 
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** Whether the process is still running (it has not exited, whatever its readiness says). */
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Resolves once the process has exited: its exit code, or the signal that ended it. */
+  exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (!this.running) return Promise.resolve({ code: this.child.exitCode, signal: this.child.signalCode });
+    return new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
   removeDataDir(): void {
     rmSync(this.dataDir, { recursive: true, force: true });
   }

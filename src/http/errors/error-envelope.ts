@@ -1,5 +1,6 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { ErrorCode, HcpError, internalError } from '@hcp/domain';
+import { outageOf } from '../availability/unavailable-error';
 
 export interface ErrorEnvelope {
   error: { code: ErrorCode; message: string; details?: Record<string, unknown>; trace_id: string };
@@ -23,10 +24,15 @@ const MESSAGE_OF_CODE: Partial<Record<ErrorCode, string>> = {
   NOT_FOUND: 'no such resource',
 };
 
-/** Any thrown value as a taxonomy error; unknown errors never leak their message. */
+/**
+ * Any thrown value as a taxonomy error; unknown errors never leak their message. A database or event
+ * store that cannot be reached is an outage (503 with Retry-After), not a fault of HCP (500).
+ */
 export function toTaxonomyError(err: unknown): HcpError {
   if (err instanceof HcpError) return err;
   if (err instanceof HttpException) return fromStatus(err.getStatus(), err.message);
+  const outage = outageOf(err);
+  if (outage) return outage;
   const status =
     (err as { status?: unknown; statusCode?: unknown })?.status ?? (err as { statusCode?: unknown })?.statusCode;
   if (typeof status === 'number')

@@ -16,6 +16,7 @@ function setup(verdict: RefusalVerdict) {
   let answered: (value: { status: number; body: { error: { code: string } } }) => void;
   const answer = new Promise<{ status: number; body: { error: { code: string } } }>((r) => (answered = r));
   const res = {
+    locals: {} as Record<string, unknown>,
     setHeader: (name: string, value: string) => (headers[name.toLowerCase()] = value),
     status: (status: number) => ({ json: (body: { error: { code: string } }) => answered({ status, body }) }),
   };
@@ -30,7 +31,7 @@ function setup(verdict: RefusalVerdict) {
     headers: {},
   };
   const host = { switchToHttp: () => ({ getRequest: () => req, getResponse: () => res }) } as unknown as ArgumentsHost;
-  return { filter, host, refused, judge, headers, answer };
+  return { filter, host, refused, judge, headers, answer, res };
 }
 
 describe('refusals in the exception filter', () => {
@@ -66,5 +67,20 @@ describe('refusals in the exception filter', () => {
     filter.catch(new HcpError('CONFLICT', 'busy'), host);
     expect((await answer).status).toBe(409);
     expect(judge).not.toHaveBeenCalled();
+  });
+});
+
+describe('outages in the exception filter', () => {
+  it('answers a lost database connection 503 PROVIDER_UNAVAILABLE with Retry-After, not 500', async () => {
+    const { filter, host, headers, answer, res } = setup({ kind: 'record' });
+    filter.catch(
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      host,
+    );
+    const { status, body } = await answer;
+    expect(status).toBe(503);
+    expect(body.error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', details: { dependency: 'database' } });
+    expect(Number(headers['retry-after'])).toBeGreaterThan(0);
+    expect(res.locals.unavailable).toBe('database');
   });
 });

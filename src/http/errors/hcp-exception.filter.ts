@@ -6,6 +6,7 @@ import { RequestRecorder } from '../request/request-recorder';
 import { RefusalLedger } from './refusal-ledger';
 import { envelopeOf, toTaxonomyError } from './error-envelope';
 import { traceIdOf } from '../request/request-id';
+import { UnavailableError } from '../availability/unavailable-error';
 
 /** Every error path of the API answers the taxonomy envelope, with the request's trace id. */
 @Catch()
@@ -96,6 +97,13 @@ function renderError(exception: unknown, req: Request, res: Response, logger: Lo
   const error = toTaxonomyError(exception);
   if (error.code === 'INTERNAL_ERROR' && !(exception instanceof HcpError) && !(exception instanceof HttpException)) {
     logger.error({ msg: 'unhandled error', trace_id: traceIdOf(req), err: exception });
+  }
+  if (error instanceof UnavailableError) {
+    res.setHeader('Retry-After', String(error.retryAfterSeconds));
+    // Read by the availability gate, which counts these answers.
+    res.locals.unavailable = error.reason;
+    if (error !== exception)
+      logger.warn({ msg: `answered 503: ${error.reason} unavailable`, trace_id: traceIdOf(req), err: exception });
   }
   res.status(error.httpStatus).json(envelopeOf(error, traceIdOf(req)));
 }

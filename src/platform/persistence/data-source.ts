@@ -8,6 +8,9 @@ import {
 } from '@hcp/projections';
 import { MIGRATIONS } from './migrations';
 
+/** How long a request waits for a database connection before it fails (and answers 503). */
+export const DATABASE_CONNECTION_TIMEOUT_MS = 5000;
+
 export const ENTITIES = [VmReadModelRow, JobReadModelRow, ProjectionCheckpoint, OpsResourceRow, QuotaReadModelRow];
 
 export function createDataSource(
@@ -23,7 +26,9 @@ export function createDataSource(
     synchronize: false,
     logging: false,
     applicationName: options.applicationName ?? 'hcp',
-    extra: { max: options.poolSize ?? 20 },
+    // While PostgreSQL is down a checkout fails after this instead of waiting on the pool for ever, so a
+    // request answers 503 in seconds; keep-alive notices a dead peer on an idle connection.
+    extra: { max: options.poolSize ?? 20, connectionTimeoutMillis: DATABASE_CONNECTION_TIMEOUT_MS, keepAlive: true },
   });
 }
 
