@@ -57,6 +57,22 @@ export class HcpMetrics {
     help: 'Dead letters still open (neither resolved by a retry nor skipped), per projection',
     labelNames: ['projection'] as const,
   });
+  /** The same number as hcp_projection_dead_letters_open, under the name issue #14 gives it. */
+  readonly projectionDeadLettersGauge = new Gauge({
+    name: 'hcp_projection_dead_letters',
+    help: 'Open dead letters (neither resolved nor skipped), per projection',
+    labelNames: ['projection'] as const,
+  });
+  readonly projectionFailures = new Counter({
+    name: 'hcp_projection_failures_total',
+    help: 'Failures of a projection: a batch or a lone event that did not apply, or a run that ended in error and restarts',
+    labelNames: ['projection'] as const,
+  });
+  readonly unknownEvents = new Counter({
+    name: 'hcp_events_unknown_total',
+    help: 'Events a projection skipped because this release does not know their type, per projection and type',
+    labelNames: ['projection', 'type'] as const,
+  });
 
   readonly consoleConnections = new Counter({
     name: 'hcp_console_connections_total',
