@@ -5,6 +5,8 @@
  *                                     the audit trail from the event store, as JSON lines
  *   npm run hcp -- projections rebuild <name>
  *                                     rebuild a read model beside the live one, then swap
+ *   npm run hcp -- migrate status|up|down [--to <version>] [--output json]
+ *                                     where the schema stands, apply or revert migrations
  */
 import { readModelProjections, rebuildProjection, SILENT_SINKS } from '@hcp/projections';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
@@ -16,10 +18,11 @@ import { loadSecretsFromEnv } from '@hcp/secrets';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
 import { ProviderCredentialsStore } from '../ops';
 import { createDataSource } from '../platform/persistence/data-source';
-import { startEmbeddedPostgres } from '@hcp/local-postgres';
+import { databaseUrlOf } from './database';
+import { runMigrateCommand } from './migrate-command';
 
 const USAGE =
-  'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name>';
+  'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name> | migrate status|up|down [--to <version>] [--output json]';
 
 async function main(argv: string[]): Promise<number> {
   let config: HcpConfig;
@@ -36,15 +39,13 @@ async function main(argv: string[]): Promise<number> {
   if (group === 'secrets' && command === 'rotate') return rotateSecrets(config);
   if (group === 'audit' && command === 'replay') return replay(config, argv.slice(2));
   if (group === 'projections' && command === 'rebuild' && argv[2]) return rebuild(config, argv[2]);
+  if (group === 'migrate') return runMigrateCommand(config, argv.slice(1));
   process.stderr.write(`${USAGE}\n`);
   return 2;
 }
 
 async function rotateSecrets(config: HcpConfig): Promise<number> {
-  const embedded = config.databaseUrl
-    ? null
-    : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
-  const db = createDataSource(config.databaseUrl ?? embedded!.connectionString, {
+  const db = createDataSource(await databaseUrlOf(config), {
     poolSize: 2,
     applicationName: 'hcp-cli',
   });
@@ -84,10 +85,7 @@ async function rebuild(config: HcpConfig, name: string): Promise<number> {
 
 /** The event store and the read-model database, as HCP itself would open them (embedded when unset). */
 async function openStores(config: HcpConfig) {
-  const embedded = config.databaseUrl
-    ? null
-    : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
-  const url = config.databaseUrl ?? embedded!.connectionString;
+  const url = await databaseUrlOf(config);
   const pool = new Pool({ connectionString: url, max: 4 });
   const store: EventStore = config.eventStoreConnectionString
     ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
