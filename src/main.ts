@@ -20,6 +20,11 @@ import { seedEmbeddedDefault } from './catalog';
 import { OpsCatalogCommands, OpsCatalogQueries } from './ops';
 import { publishOpenApi } from './http/openapi';
 import { webconsoleAssets } from './console';
+import { availabilityGate } from './http/availability/availability-gate';
+import { SchemaGate } from './http/availability/schema-gate';
+import { CrashGuard } from './platform/lifecycle/crash-guard';
+import { installGracefulShutdown } from './platform/lifecycle/graceful-shutdown';
+import { servingState } from './platform/lifecycle/serving-state';
 
 /** Validates settings that belong to other modules, so a bad value stops the start like any other. */
 const simulatorFaultsCheck = (c: HcpConfig): string | null => {
@@ -30,6 +35,9 @@ const simulatorFaultsCheck = (c: HcpConfig): string | null => {
     return `HCP_SIMULATOR_FAULTS: ${(err as Error).message}`;
   }
 };
+
+// Before anything opens: an error no code handles is logged and survived, during the start too.
+const crashGuard = new CrashGuard(new NestLogger('process')).install();
 
 async function main(): Promise<void> {
   let config: HcpConfig;
@@ -55,8 +63,11 @@ async function main(): Promise<void> {
   });
   const app = await NestFactory.create(AppModule.forRoot(runtime), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
+  const metrics = app.get(HcpMetrics);
+  crashGuard.countWith(metrics.unhandledErrors);
   app.use(requestIdMiddleware);
-  app.use(httpMetrics(app.get(HcpMetrics)));
+  app.use(httpMetrics(metrics));
+  app.use(availabilityGate(servingState, app.get(SchemaGate), metrics));
   app.use(securityHeaders());
   app.use('/console/assets', webconsoleAssets());
   app.use(requireJsonBody);
@@ -69,14 +80,18 @@ async function main(): Promise<void> {
   await app.init();
   if (config.seedCatalog) await seedEmbeddedDefault(app.get(OpsCatalogCommands), app.get(OpsCatalogQueries));
   await app.listen(config.port, config.host);
-  // Close the runtime (database, embedded PostgreSQL) only after Nest has stopped its background work.
-  const shutdown = async () => {
-    await app.close();
-    await runtime.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
+  installGracefulShutdown({
+    server: app.getHttpServer(),
+    state: servingState,
+    graceMs: config.shutdown.graceMs,
+    drainDelayMs: config.shutdown.drainDelayMs,
+    logger: new NestLogger('shutdown'),
+    // The runtime (database, embedded PostgreSQL) closes only after Nest has stopped its background work.
+    steps: [
+      { name: 'stopping the job worker, projections and timers', run: () => app.close() },
+      { name: 'closing the database and event store', run: () => runtime.close() },
+    ],
+  });
   new NestLogger('hcp').log(
     `HCP listening on http://${config.host}:${config.port} (roles: ${config.roles.join(', ')})`,
   );

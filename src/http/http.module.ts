@@ -6,6 +6,7 @@ import { BearerTokenStrategy } from '@hcp/auth';
 import { HcpConfig } from '../config/hcp-config';
 import { PeriodicTasks } from '../platform/background/periodic-tasks';
 import { AccessGuard } from './auth/access.guard';
+import { SchemaGate } from './availability/schema-gate';
 import { BreakGlassRecorder } from './auth/break-glass.recorder';
 import { HcpExceptionFilter } from './errors/hcp-exception.filter';
 import { REFUSAL_WINDOW_MS, RefusalLedger } from './errors/refusal-ledger';
@@ -43,6 +44,7 @@ export class HttpModule implements OnModuleInit {
         RequestRecorder,
         IdempotencyStore,
         RefusalLedger,
+        SchemaGate,
         // Guards run in this order: who is calling and may they, then how often.
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },

@@ -4,10 +4,14 @@ import type { Response } from 'express';
 import { HCP_RUNTIME } from '../tokens';
 import { schemaStatus } from '../persistence/data-source';
 import { HcpRuntime } from '../runtime/hcp-runtime';
+import { servingState } from '../lifecycle/serving-state';
 
 type Check = { status: 'ok' } | { status: 'failing'; reason: string };
 
-/** Liveness says the process runs; readiness says it can serve: database, event store and schema. */
+/**
+ * Liveness says the process runs; readiness says it can serve: database, event store and schema, and
+ * not stopping (`draining`).
+ */
 @Controller('health')
 export class HealthController {
   constructor(@Inject(HCP_RUNTIME) private readonly runtime: HcpRuntime) {}
@@ -19,6 +23,11 @@ export class HealthController {
 
   @Get('ready')
   async ready(@Res({ passthrough: true }) res: Response) {
+    // A stopping process is taken out of rotation at once, whatever its dependencies say.
+    if (servingState.draining) {
+      res.status(503);
+      return { status: 'draining' };
+    }
     const [database, eventStore, schema] = await Promise.all([this.database(), this.eventStore(), this.schema()]);
     const checks = { database, event_store: eventStore, schema };
     const ok = Object.values(checks).every((c) => c.status === 'ok');
