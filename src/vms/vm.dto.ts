@@ -13,6 +13,7 @@ import {
 import { IsBase64Within, IsStringMap } from '../http/validation/string-map.validator';
 import { LIMITS } from '../http/validation/limits';
 import { PageQueryDto } from '../http/validation/page-query.dto';
+import { IsSshPublicKeyList } from './ssh-keys.validator';
 import type { CreateVmInput } from './commands/create-vm.handler';
 
 const VM_STATUSES = [
@@ -54,7 +55,7 @@ export class CreateVmDto implements CreateVmInput {
   @ArrayMaxSize(LIMITS.sshKeys.maxCount)
   @IsString({ each: true })
   @MaxLength(LIMITS.sshKeys.maxLength, { each: true })
-  @Matches(LIMITS.sshKeys.pattern, { each: true, message: 'each of ssh_keys must be an OpenSSH public key line' })
+  @IsSshPublicKeyList()
   ssh_keys?: string[];
 
   @IsOptional()

@@ -33,7 +33,7 @@ describe('VM lifecycle over HTTP', () => {
   it('creates a VM and drives it through stop, start, reboot and delete, each as a tracked job', async () => {
     const created = await create('web-1', {
       tags: { env: 'dev' },
-      ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOa alice@laptop'],
+      ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmWCKkTr8PiDVkvtdFVY alice@laptop'],
     });
     expect(created.body).toEqual({ resource_id: expect.any(String), job_id: expect.any(String) });
     expect(created.headers.get('location')).toBe(`/v1/projects/demo/jobs/${created.body.job_id}`);
