@@ -7,7 +7,11 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { HcpError } from '@hcp/domain';
 import { ProxmoxDriver, type CreateVmSpec, type ProxmoxDriverOptions, type ProxmoxTiming } from '@hcp/providers';
-import { ProxmoxSimulator, type SimLatency } from '../../simulators/proxmox/proxmox-simulator';
+import {
+  ProxmoxSimulator,
+  type ProxmoxSimulatorOptions,
+  type SimLatency,
+} from '../../simulators/proxmox/proxmox-simulator';
 import {
   caught,
   closedStream,
@@ -27,6 +31,8 @@ const TIMING: Partial<ProxmoxTiming> = {
   addressPollMs: 20,
 };
 const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@example.org';
+const RSA_KEY =
+  'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCznARmjaRMrpijNmA3PAcPioHKBiXi+YgvwryLNInUFfZQGw605IZ9aRXrbdZAIpnVzX/3Bv8JAIu6SKBxWYiC9RTKyp6ZV9k+u99W607mhmByHe/m3DRmSSUAaUfpItpmyQVn1tXLRfXlxGCXTJjgPzGkDn9bHadA8gt74vgseQoRBI7i/+1MZ5jmsY/Pvk8hN4WcpkycQg/4wgEH5+UyFcMPC8+CNR2G0WY7l8RLT/XQoP5OXScs8jhqw3Q0Ek5Yv0YSJsyXty3kdFoZUffRVMCkrpi/qCKP4nfKrExGDepcJTsVXX8elfrsGImdG7slqdQDsMrybGlgGTJGue2R second@example.org';
 
 function specFor(overrides: Partial<CreateVmSpec> = {}): CreateVmSpec {
   return {
@@ -55,9 +61,12 @@ interface Fixture {
   driver(options?: Partial<ProxmoxDriverOptions>): ProxmoxDriver;
 }
 
-async function startFixture(latency: Partial<SimLatency> = FAST): Promise<Fixture> {
+async function startFixture(
+  latency: Partial<SimLatency> = FAST,
+  options: Partial<ProxmoxSimulatorOptions> = {},
+): Promise<Fixture> {
   const password = `pw-${randomUUID()}`;
-  const sim = new ProxmoxSimulator({ latency, users: { 'root@pam': password } });
+  const sim = new ProxmoxSimulator({ latency, users: { 'root@pam': password }, ...options });
   const { url, caPem, fingerprint256 } = await sim.start();
   const token = sim.createToken('hcp@pve', 'hcp');
   const drivers: ProxmoxDriver[] = [];
@@ -163,7 +172,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
         vcpus: 4,
         ram_mb: 4096,
         disk_gb: 25,
-        ssh_keys: [SSH_KEY, 'ssh-rsa AAAAB3Nza second@example.org'],
+        ssh_keys: [SSH_KEY, RSA_KEY],
       });
       const vm = await d.createVm(spec, op());
 
@@ -183,7 +192,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       expect(sim.config.ciuser).toBe('ops');
       expect(sim.config.ipconfig0).toBe('ip=dhcp,ip6=auto');
       expect(sim.config.agent).toBe('1');
-      expect(sim.ssh_keys).toEqual([SSH_KEY, 'ssh-rsa AAAAB3Nza second@example.org']);
+      expect(sim.ssh_keys).toEqual([SSH_KEY, RSA_KEY]);
       // Stored URL-encoded, as Proxmox requires (%20, never +).
       expect(sim.config.sshkeys).toContain('ssh-ed25519%20AAAA');
       expect(sim.config.net0).toMatch(/^virtio=BC:24:11(:[0-9A-F]{2}){3},bridge=vmbr7$/);
@@ -217,22 +226,76 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await d.deleteVm(spec.hcp_id, op());
     });
 
-    it('lands on the node with the most free memory, cloning across nodes onto shared storage', async () => {
-      // pve2 has less memory in use than pve1; the template lives on pve1; ceph-vm is shared.
+    it('clones a template with local disks on its own node, even onto shared storage and with a freer node', async () => {
+      // pve2 has less memory in use than pve1; debian-12 lives on pve1 on local-lvm.
       const d = f.driver({ settings: { storage: 'ceph-vm', full_clone: true } });
       const mark = f.sim.requests.length;
       const spec = specFor({ power_on: false });
       await d.createVm(spec, op());
-      expect(onlyVm(spec.hcp_id).node).toBe('pve2');
+      expect(onlyVm(spec.hcp_id).node).toBe('pve1');
       const clone = requestsSince(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')!;
-      expect(clone.params).toMatchObject({ node: 'pve1', target: 'pve2', storage: 'ceph-vm' });
+      expect(clone.status).toBe(200);
+      expect(clone.params).toMatchObject({ node: 'pve1', storage: 'ceph-vm' });
+      expect(clone.params.target).toBeUndefined();
       await d.deleteVm(spec.hcp_id, op());
+    });
 
-      const pinned = f.driver({ settings: { storage: 'ceph-vm', nodes: ['pve1'] } });
-      const spec2 = specFor({ power_on: false });
-      await pinned.createVm(spec2, op());
-      expect(onlyVm(spec2.hcp_id).node).toBe('pve1');
-      await pinned.deleteVm(spec2.hcp_id, op());
+    it('clones across nodes only a template whose every volume, cloud-init drive included, is shared', async () => {
+      const shared = await startFixture(FAST, {
+        templates: [
+          { vmid: 9100, name: 'all-shared', node: 'pve1', storage: 'ceph-vm' },
+          { vmid: 9101, name: 'cloudinit-local', node: 'pve1', storage: 'ceph-vm', cloudinitStorage: 'local-lvm' },
+        ],
+      });
+      try {
+        const d = shared.driver({ settings: { storage: 'ceph-vm', full_clone: true } });
+        const onShared = specFor({ power_on: false, image_ref: 'all-shared' });
+        const mark = shared.sim.requests.length;
+        await d.createVm(onShared, op());
+        expect(shared.sim.vmsByHcpId(onShared.hcp_id)[0].node).toBe('pve2');
+        const clone = shared.sim.requests.slice(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')!;
+        expect(clone.params).toMatchObject({ node: 'pve1', target: 'pve2', storage: 'ceph-vm' });
+
+        const ciLocal = specFor({ power_on: false, image_ref: 'cloudinit-local' });
+        await d.createVm(ciLocal, op());
+        expect(shared.sim.vmsByHcpId(ciLocal.hcp_id)[0].node).toBe('pve1');
+
+        const pinned = shared.driver({ settings: { storage: 'ceph-vm', nodes: ['pve1'] } });
+        const onPinned = specFor({ power_on: false, image_ref: 'all-shared' });
+        await pinned.createVm(onPinned, op());
+        expect(shared.sim.vmsByHcpId(onPinned.hcp_id)[0].node).toBe('pve1');
+        expect(shared.sim.requests.filter((r) => r.endpoint?.endsWith('/clone') && r.status !== 200)).toEqual([]);
+        expect(shared.sim.validationFailures).toEqual([]);
+      } finally {
+        await stopFixture(shared);
+      }
+    });
+
+    it('refuses at once, without retrying, a clone Proxmox refuses for local storage', async () => {
+      // A template that placement saw on shared storage but whose cloud-init drive moved to local storage.
+      const racing = await startFixture(FAST, {
+        templates: [{ vmid: 9100, name: 'all-shared', node: 'pve1', storage: 'ceph-vm' }],
+      });
+      try {
+        const d = racing.driver({ settings: { storage: 'ceph-vm', full_clone: true } });
+        racing.sim.addFault({
+          kind: 'error',
+          status: 500,
+          message: "can't clone VM to node 'pve2' (VM uses local storage)",
+          method: 'POST',
+          path: '/nodes/{node}/qemu/{vmid}/clone',
+        });
+        const mark = racing.sim.requests.length;
+        const err = await caught(d.createVm(specFor({ power_on: false, image_ref: 'all-shared' }), op()));
+        expect(err.code).toBe('PROVIDER_UNAVAILABLE');
+        expect(err.retryable).toBe(false);
+        expect(err.details).toMatchObject({
+          provider: { status: 500, message: "can't clone VM to node 'pve2' (VM uses local storage)" },
+        });
+        expect(racing.sim.requests.slice(mark).filter((r) => r.endpoint?.endsWith('/clone'))).toHaveLength(1);
+      } finally {
+        await stopFixture(racing);
+      }
     });
 
     it('takes the placement hints of the create over the provider settings', async () => {
@@ -367,6 +430,45 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       }
     });
 
+    it('does not clone twice when retried while its clone shows nothing but lock: clone', async () => {
+      const slow = await startFixture({ scale: 0.01, cloneFullMs: 60_000 });
+      try {
+        const d = slow.driver();
+        const spec = specFor({ power_on: false });
+        const err = await caught(d.createVm(spec, ctx(200)));
+        expect(err.code).toBe('PROVIDER_TIMEOUT');
+        // What Proxmox shows of the clone: a lock, no name, no description, no tags.
+        const inProgress = slow.sim.vmsByHcpId(spec.hcp_id)[0];
+        expect(inProgress.config).toEqual({ lock: 'clone' });
+        const mark = slow.sim.requests.length;
+        // Retried inside the lock window, and again after the lock went.
+        const retry = await caught(d.createVm(spec, ctx(150)));
+        expect(retry.code).toBe('PROVIDER_TIMEOUT');
+        const vm = await d.createVm(spec, ctx(10_000));
+        expect(vm.power_state).toBe('stopped');
+        expect(slow.sim.requests.slice(mark).filter((r) => r.endpoint?.endsWith('/clone'))).toEqual([]);
+        expect(slow.sim.vmsByHcpId(spec.hcp_id)).toHaveLength(1);
+        expect(slow.sim.vmsByHcpId(spec.hcp_id)[0]).toMatchObject({ vmid: inProgress.vmid, name: 'web-1' });
+      } finally {
+        await stopFixture(slow);
+      }
+    });
+
+    it('finds the clone whose answer was lost while it is still in its lock window', async () => {
+      const slow = await startFixture({ scale: 0.01, cloneFullMs: 20_000 });
+      try {
+        const d = slow.driver();
+        slow.sim.addFault({ kind: 'drop-after', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/clone', times: 1 });
+        const spec = specFor({ power_on: false });
+        const vm = await d.createVm(spec, ctx(10_000));
+        expect(vm.power_state).toBe('stopped');
+        expect(slow.sim.requests.filter((r) => r.endpoint?.endsWith('/clone'))).toHaveLength(1);
+        expect(slow.sim.vmsByHcpId(spec.hcp_id)).toHaveLength(1);
+      } finally {
+        await stopFixture(slow);
+      }
+    });
+
     it('retries with backoff while the VM is locked, and succeeds when the lock goes', async () => {
       const locked = f.sim.addFault({
         kind: 'error',
@@ -450,18 +552,47 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await driver.deleteVm(spec.hcp_id, op());
     });
 
-    it('deletes with purge and destroy-unreferenced-disks after a hard stop', async () => {
+    it('deletes a running VM after asking the guest to shut down, with purge and destroy-unreferenced-disks', async () => {
       const spec = specFor();
       await driver.createVm(spec, op());
       const mark = f.sim.requests.length;
       await driver.deleteVm(spec.hcp_id, op());
       const writes = requestsSince(mark).filter((r) => r.method !== 'GET');
       expect(writes.map((r) => `${r.method} ${r.endpoint}`)).toEqual([
-        'POST /nodes/{node}/qemu/{vmid}/status/stop',
+        'POST /nodes/{node}/qemu/{vmid}/status/shutdown',
         'DELETE /nodes/{node}/qemu/{vmid}',
       ]);
+      expect(writes[0].params).toMatchObject({ timeout: '5', forceStop: '1' });
       expect(writes[1].params).toMatchObject({ purge: '1', 'destroy-unreferenced-disks': '1' });
       expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
+    });
+
+    it('deletes a VM whose guest ignores the shutdown request: Proxmox powers it off at the timeout', async () => {
+      const d = f.driver({ settings: { storage: 'local-lvm', shutdown_timeout_s: 1 } });
+      const spec = specFor();
+      await d.createVm(spec, op());
+      f.sim.setGuest(onlyVm(spec.hcp_id).vmid, { acpi: false });
+      const mark = f.sim.requests.length;
+      await d.deleteVm(spec.hcp_id, op());
+      expect(
+        requestsSince(mark)
+          .filter((r) => r.method !== 'GET')
+          .map((r) => `${r.method} ${r.endpoint}`),
+      ).toEqual(['POST /nodes/{node}/qemu/{vmid}/status/shutdown', 'DELETE /nodes/{node}/qemu/{vmid}']);
+      expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
+    });
+
+    it('deletes with a hard stop at once when the cluster allows no shutdown time', async () => {
+      const d = f.driver({ settings: { storage: 'local-lvm', shutdown_timeout_s: 0 } });
+      const spec = specFor();
+      await d.createVm(spec, op());
+      const mark = f.sim.requests.length;
+      await d.deleteVm(spec.hcp_id, op());
+      expect(
+        requestsSince(mark)
+          .filter((r) => r.method !== 'GET')
+          .map((r) => `${r.method} ${r.endpoint}`),
+      ).toEqual(['POST /nodes/{node}/qemu/{vmid}/status/stop', 'DELETE /nodes/{node}/qemu/{vmid}']);
     });
   });
 
@@ -567,6 +698,43 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       expect(err.code).toBe('PROVIDER_UNAVAILABLE');
       expect(err.retryable).toBe(true);
       expect(err.details).toMatchObject({ provider: { reason: 'ECONNREFUSED' } });
+    });
+
+    it('maps a refused ssh key to a non-retryable INVALID_REQUEST with Proxmox’s reason for ops', async () => {
+      // HCP's API refuses such keys first; a key Proxmox's ssh-keygen still refuses must not be retried.
+      const spec = specFor({ power_on: false, ssh_keys: [SSH_KEY.replace('ssh-ed25519', 'ssh-rsa')] });
+      const err = await caught(driver.createVm(spec, op()));
+      expect(err.code).toBe('INVALID_REQUEST');
+      expect(err.retryable).toBe(false);
+      expect(err.details).toMatchObject({
+        provider: {
+          status: 500,
+          message: 'SSH public key validation error',
+          operation: expect.stringContaining('config'),
+        },
+      });
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('keeps transient refusals retryable: a lock past the deadline, a 503, a failed task', async () => {
+      f.sim.addFault({ kind: 'error', status: 500, message: 'VM is locked (backup)', method: 'POST', times: 50 });
+      const locked = await caught(driver.createVm(specFor({ power_on: false }), ctx(300)));
+      expect(locked.retryable).toBe(true);
+      f.sim.clearFaults();
+      f.sim.addFault({ kind: 'error', status: 503, message: 'Service Unavailable', method: 'POST', times: 1 });
+      const unavailable = await caught(driver.createVm(specFor({ power_on: false }), op()));
+      expect(unavailable).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', retryable: true });
+    });
+
+    it('never sends Proxmox a description over 8 KiB: tags that do not fit are left out', async () => {
+      const tags = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`key-${i}`, 'v'.repeat(250)]));
+      const spec = specFor({ power_on: false, tags });
+      await driver.createVm(spec, op());
+      const vm = onlyVm(spec.hcp_id);
+      expect(Buffer.byteLength(vm.description!)).toBeLessThanOrEqual(8192);
+      expect(vm.hcp_id).toBe(spec.hcp_id);
+      expect(vm.description).toContain('hcp-tags: (left out');
+      await driver.deleteVm(spec.hcp_id, op());
     });
 
     it('answers a missing template with a non-retryable INVALID_REQUEST naming the image', async () => {
@@ -740,11 +908,16 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
   });
 
   describe('consoles and connectivity', () => {
-    it('opens a VNC console on a running VM: an RFB stream that accepts the ticket as password', async () => {
+    it('opens a VNC console on a running VM: an RFB stream that takes the password vncproxy answered', async () => {
       const spec = specFor();
       await driver.createVm(spec, op());
+      const mark = f.sim.requests.length;
       const vnc = await driver.openConsole(spec.hcp_id, 'vnc', op());
-      expect(vnc).toMatchObject({ protocol: 'rfb', rfb_password: expect.stringMatching(/^PVEVNC:/) });
+      expect(vnc).toMatchObject({ protocol: 'rfb', rfb_password: expect.stringMatching(/^[!-~]{8}$/) });
+      expect(vnc.rfb_password).not.toMatch(/PVEVNC/);
+      // generate-password is deprecated: PVE 9 answers a password without being asked.
+      const proxy = requestsSince(mark).find((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/vncproxy')!;
+      expect(proxy.params['generate-password']).toBeUndefined();
       const vmid = f.sim.vmsByHcpId(spec.hcp_id)[0].vmid;
       expect(await readServerInit(vnc)).toEqual({ width: 320, height: 200, name: `VM ${vmid}` });
       expect(f.sim.openConsoleConnections(vmid)).toBe(1);
@@ -756,6 +929,34 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await driver.stopVm(spec.hcp_id, true, op());
       await closed;
       expect((await caught(driver.openConsole(spec.hcp_id, 'vnc', op()))).code).toBe('CONFLICT');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('uses the ticket as VNC password only with a Proxmox that answers no password', async () => {
+      const legacy = await startFixture(FAST, { vncPasswords: false });
+      try {
+        const d = legacy.driver();
+        const spec = specFor();
+        await d.createVm(spec, op());
+        const vnc = await d.openConsole(spec.hcp_id, 'vnc', op());
+        expect(vnc.rfb_password).toMatch(/^PVEVNC:/);
+        await readServerInit(vnc);
+        vnc.stream.destroy();
+      } finally {
+        await stopFixture(legacy);
+      }
+    });
+
+    it('opens the websocket on the node whose vncproxy task holds the port', async () => {
+      const spec = specFor({ image_ref: 'ubuntu-24.04' });
+      await driver.createVm(spec, op());
+      expect(onlyVm(spec.hcp_id).node).toBe('pve2');
+      const vnc = await driver.openConsole(spec.hcp_id, 'vnc', op());
+      await readServerInit(vnc);
+      vnc.stream.destroy();
+      const upgrade = f.sim.requests.filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/vncwebsocket').pop()!;
+      expect(upgrade.path).toMatch(/\/nodes\/pve2\/qemu\//);
+      expect(upgrade.status).toBe(101);
       await driver.deleteVm(spec.hcp_id, op());
     });
 
@@ -823,16 +1024,38 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       expect(refused.code).toBe('PROVIDER_UNAVAILABLE');
     });
 
-    it('declares the Proxmox capabilities', () => {
-      expect(driver.capabilities()).toEqual({
+    it('declares exactly what it does end to end, and does each thing it declares', async () => {
+      const caps = driver.capabilities();
+      // The SPI has no snapshot, resize or tag-update call: a driver cannot honestly offer them.
+      expect(caps).toEqual({
         console_types: ['vnc', 'webconsole'],
         reboot: true,
         graceful_stop: true,
-        snapshots: true,
-        resize: true,
+        snapshots: false,
+        resize: false,
         guest_agent_addresses: true,
-        provider_tags: true,
+        provider_tags: false,
       });
+      const spec = specFor();
+      const created = await driver.createVm(spec, op());
+      if (caps.guest_agent_addresses) expect(created.addresses.length).toBeGreaterThan(0);
+      const mark = f.sim.requests.length;
+      if (caps.reboot) expect((await driver.rebootVm(spec.hcp_id, false, op())).power_state).toBe('running');
+      for (const type of caps.console_types) {
+        const console = await driver.openConsole(spec.hcp_id, type, op());
+        await readServerInit(console);
+        console.stream.destroy();
+      }
+      if (caps.graceful_stop) expect((await driver.stopVm(spec.hcp_id, false, op())).power_state).toBe('stopped');
+      const writes = requestsSince(mark)
+        .filter((r) => r.method === 'POST')
+        .map((r) => r.endpoint);
+      expect(writes).toEqual([
+        '/nodes/{node}/qemu/{vmid}/status/reboot',
+        ...caps.console_types.map(() => '/nodes/{node}/qemu/{vmid}/vncproxy'),
+        '/nodes/{node}/qemu/{vmid}/status/shutdown',
+      ]);
+      await driver.deleteVm(spec.hcp_id, op());
     });
   });
 

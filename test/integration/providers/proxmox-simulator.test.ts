@@ -345,6 +345,105 @@ describe('cluster behaviour', () => {
     expect(taken.body!.errors).toEqual({ vmid: 'VM 9000 already exists' });
   });
 
+  it('shows a clone in progress as lock: clone and nothing else until its task ends', async () => {
+    const slow = new ProxmoxSimulator({ latency: { scale: 1, cloneFullMs: 400 }, users: { 'root@pam': PASSWORD } });
+    const started = await slow.start();
+    const saved = { base, ca, tokenHeader };
+    base = started.url;
+    ca = started.caPem;
+    tokenHeader = slow.createToken().header;
+    try {
+      const clone = await call('POST', '/nodes/pve1/qemu/9000/clone', {
+        params: { newid: '151', name: 'c151', description: 'hcp-id: x', full: '1', storage: 'local-lvm' },
+      });
+      expect(clone.status).toBe(200);
+      const config = await call('GET', '/nodes/pve1/qemu/151/config');
+      expect(config.body!.data).toEqual({ lock: 'clone', digest: expect.any(String) });
+      const listed = (await call('GET', '/cluster/resources', { params: { type: 'vm' } })).body!.data as Array<{
+        vmid: number;
+        name?: string;
+        lock?: string;
+        tags?: string;
+      }>;
+      const row = listed.find((r) => r.vmid === 151)!;
+      expect(row.name).toBeUndefined();
+      expect(row.tags).toBeUndefined();
+      expect(row.lock).toBe('clone');
+      await waitTask('pve1', clone.body!.data as string);
+      expect((await call('GET', '/nodes/pve1/qemu/151/config')).body!.data).toMatchObject({
+        name: 'c151',
+        description: 'hcp-id: x',
+      });
+    } finally {
+      ({ base, ca, tokenHeader } = saved);
+      await slow.stop();
+    }
+  });
+
+  it('refuses a clone to another node when any source volume, the cloud-init drive included, is local', async () => {
+    const shared = new ProxmoxSimulator({
+      latency: { scale: 0.01 },
+      templates: [
+        { vmid: 9000, name: 'local', node: 'pve1', storage: 'local-lvm' },
+        { vmid: 9100, name: 'all-shared', node: 'pve1', storage: 'ceph-vm' },
+        { vmid: 9101, name: 'ci-local', node: 'pve1', storage: 'ceph-vm', cloudinitStorage: 'local-lvm' },
+      ],
+    });
+    const started = await shared.start();
+    const saved = { base, ca, tokenHeader };
+    base = started.url;
+    ca = started.caPem;
+    tokenHeader = shared.createToken().header;
+    try {
+      const cloneTo = (template: number, newid: number) =>
+        call('POST', `/nodes/pve1/qemu/${template}/clone`, {
+          params: { newid: String(newid), target: 'pve2', full: '1', storage: 'ceph-vm' },
+        });
+      for (const [template, newid] of [
+        [9000, 160],
+        [9101, 161],
+      ]) {
+        const refused = await cloneTo(template, newid);
+        expect(refused.status).toBe(500);
+        expect(refused.reason).toBe("can't clone VM to node 'pve2' (VM uses local storage)");
+        expect(shared.getVm(newid)).toBeUndefined();
+      }
+      const moved = await cloneTo(9100, 162);
+      expect(moved.status).toBe(200);
+      expect(await waitTask('pve1', moved.body!.data as string)).toMatchObject({ exitstatus: 'OK' });
+      expect(shared.getVm(162)!.node).toBe('pve2');
+      // On its own node a template on local storage clones fine.
+      const home = await call('POST', '/nodes/pve1/qemu/9000/clone', { params: { newid: '163', full: '1' } });
+      expect(home.status).toBe(200);
+    } finally {
+      ({ base, ca, tokenHeader } = saved);
+      await shared.stop();
+    }
+  });
+
+  it('refuses a config with a malformed ssh key as Proxmox’s ssh-keygen check does, and a description over 8 KiB', async () => {
+    sim.addForeignVm(170, 'pve1');
+    const good = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmWCKkTr8PiDVkvtdFVY u@h';
+    const put = (params: Record<string, string>) => call('PUT', '/nodes/pve1/qemu/170/config', { params });
+    expect((await put({ sshkeys: encodeURIComponent(good) })).status).toBe(200);
+    for (const bad of [
+      'ssh-ed25519 AAAA',
+      good.replace(/^ssh-ed25519/, 'ssh-rsa'),
+      good.replace(/^ssh-ed25519/, 'ssh-dss'),
+      `${good}\nnot-a-key AAAA`,
+    ]) {
+      const refused = await put({ sshkeys: encodeURIComponent(bad) });
+      expect(refused.status).toBe(500);
+      expect(refused.body!.message).toBe('SSH public key validation error\n');
+    }
+    expect(sim.getVm(170)!.ssh_keys).toEqual([good]);
+    expect((await put({ description: 'd'.repeat(8192) })).status).toBe(200);
+    const long = await put({ description: 'd'.repeat(8193) });
+    expect(long.status).toBe(400);
+    expect(long.body!.errors).toEqual({ description: 'value may only be 8192 characters long' });
+    sim.validationFailures.length = 0;
+  });
+
   it('runs a clone as a task that holds the clone lock until it ends OK', async () => {
     const slow = new ProxmoxSimulator({ latency: { scale: 1, cloneFullMs: 300 }, users: { 'root@pam': PASSWORD } });
     const started = await slow.start();
@@ -477,6 +576,7 @@ describe('consoles', () => {
     port: number;
     upid: string;
     cert: string;
+    password?: string;
   }
 
   async function vncProxy(vmid: number, headers?: Record<string, string>): Promise<Grant> {
@@ -518,7 +618,7 @@ describe('consoles', () => {
     return { width: init.readUInt16BE(0), name: (await reader.read(init.readUInt32BE(20))).toString() };
   }
 
-  it('hands out a fresh PVEVNC ticket for the token user, a free port and a running vncproxy task', async () => {
+  it('hands out a fresh PVEVNC ticket and VNC password for the token user, a free port and a running vncproxy task', async () => {
     const vmid = await runningVm();
     const a = await vncProxy(vmid);
     const b = await vncProxy(vmid);
@@ -526,10 +626,13 @@ describe('consoles', () => {
       user: 'test@pve!sim',
       ticket: expect.stringMatching(/^PVEVNC:[0-9A-F]{8}::/),
       port: expect.any(Number),
-      upid: expect.stringMatching(/:vncproxy:/),
+      upid: expect.stringMatching(/^UPID:pve1:.*:vncproxy:/),
       cert: expect.stringContaining('BEGIN CERTIFICATE'),
+      // Printable ASCII ('!' .. '~'), as the schema describes it.
+      password: expect.stringMatching(/^[!-~]{8}$/),
     });
     expect(b.ticket).not.toBe(a.ticket);
+    expect(b.password).not.toBe(a.password);
     expect(b.port).not.toBe(a.port);
     expect(a.port).toBeGreaterThanOrEqual(5900);
     expect(a.port).toBeLessThanOrEqual(5999);
@@ -539,26 +642,49 @@ describe('consoles', () => {
     ).toBe('running');
   });
 
-  it('serves RFB over the websocket with the ticket as VNC password, and ends the task OK when it closes', async () => {
+  it('serves RFB over the websocket with the answered password as VNC password, and ends the task OK when it closes', async () => {
     const vmid = await runningVm();
     const grant = await vncProxy(vmid);
     const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
     if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
-    expect(await rfbServerInit(ws, grant.ticket)).toEqual({ width: 320, name: `VM ${vmid}` });
+    expect(await rfbServerInit(ws, grant.password!)).toEqual({ width: 320, name: `VM ${vmid}` });
     expect(sim.openConsoleConnections(vmid)).toBe(1);
     ws.close();
     expect(await waitTask('pve1', grant.upid)).toMatchObject({ exitstatus: 'OK' });
     expect(sim.openConsoleConnections(vmid)).toBe(0);
   });
 
-  it('refuses the VNC handshake with a wrong password', async () => {
+  it('refuses the VNC handshake with a wrong password, the ticket included when a password was answered', async () => {
     const vmid = await runningVm();
     const grant = await vncProxy(vmid);
     const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
     if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
     await expect(
-      connectRfbServer(createWebSocketStream(ws), { password: 'PVEVNC:0', timeoutMs: 5000 }),
+      connectRfbServer(createWebSocketStream(ws), { password: grant.ticket, timeoutMs: 5000 }),
     ).rejects.toMatchObject({ reason: 'auth_failed' });
+  });
+
+  it('takes the ticket as VNC password when playing a Proxmox that answers no password', async () => {
+    const old = new ProxmoxSimulator({ latency: { scale: 0.01 }, vncPasswords: false });
+    const started = await old.start();
+    const saved = { base, ca, tokenHeader };
+    base = started.url;
+    ca = started.caPem;
+    tokenHeader = old.createToken('test@pve', 'sim').header;
+    try {
+      const vmid = nextVmid++;
+      old.addForeignVm(vmid, 'pve1');
+      await waitTask('pve1', (await call('POST', `/nodes/pve1/qemu/${vmid}/status/start`)).body!.data as string);
+      const grant = await vncProxy(vmid);
+      expect(grant.password).toBeUndefined();
+      const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
+      if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
+      expect(await rfbServerInit(ws, grant.ticket)).toEqual({ width: 320, name: `VM ${vmid}` });
+      ws.close();
+    } finally {
+      ({ base, ca, tokenHeader } = saved);
+      await old.stop();
+    }
   });
 
   it('works with a ticket login too: the cookie identity is the one the VNC ticket is bound to', async () => {
@@ -635,7 +761,7 @@ describe('consoles', () => {
     const grant = await vncProxy(vmid);
     const ws = await upgrade(vmid, { port: grant.port, vncticket: grant.ticket });
     if (typeof ws === 'number') throw new Error(`upgrade refused with ${ws}`);
-    await rfbServerInit(ws, grant.ticket);
+    await rfbServerInit(ws, grant.password!);
     const closed = once(ws, 'close');
     const stop = await call('POST', `/nodes/pve1/qemu/${vmid}/status/stop`);
     await waitTask('pve1', stop.body!.data as string);

@@ -7,13 +7,19 @@
  *   → 400 "Parameter verification failed." with `errors`, as Proxmox answers. Paths outside the
  *   schema → 501. So a driver that drifts from the real API fails here too.
  * - Cluster: nodes with memory, storages, templates, VMs with their config, VMID allocation, config
- *   locks (`lock: clone` while cloning) and per-VM file locks held by running tasks.
+ *   locks and per-VM file locks held by running tasks. A clone in progress has only `lock: clone` in
+ *   its config (no name, no description) until its task ends, as in qemu-server; a clone to another
+ *   node is refused when a source disk (cloud-init drive included) is on non-shared storage.
+ * - Config checks Proxmox makes beyond the schema: every `sshkeys` line must be an OpenSSH public key
+ *   (Proxmox runs ssh-keygen on each): else 500 `SSH public key validation error`.
  * - Tasks (UPIDs) that run for a while (latency × scale; scale 0 allowed) and end OK or with an error.
  * - Auth: API tokens and tickets (cookie + CSRFPreventionToken on writes), tickets expire.
  * - Faults: errors (5xx, lock messages), slow answers, dropped connections (before or after the work
  *   is done), failed tasks, a VMID stolen between nextid and clone; per method and path, n times.
- * - Consoles: vncproxy grants a single-use PVEVNC ticket; the vncwebsocket upgrade, as the same identity,
- *   opens an RFB server that takes the ticket as VNC password (vnc-console.ts).
+ * - Consoles: vncproxy grants a single-use PVEVNC ticket and a VNC `password` (PVE 9 always generates
+ *   one); the vncwebsocket upgrade, on the node that answered vncproxy and as the same identity, opens
+ *   an RFB server that takes that password (vnc-console.ts). `vncPasswords: false` plays an older PVE
+ *   that returns no password and takes the ticket as VNC password.
  * - Inspection for tests: VMs with config and tags, tasks, request log, validation failures.
  *
  * Answers follow pve-http-server: `{"data": ...}`; errors carry the message as reason phrase and in
@@ -104,6 +110,8 @@ export interface SimTemplateSpec {
   tags?: string;
   /** Whether the template's guest runs a QEMU guest agent (config `agent: 1`). */
   agent?: boolean;
+  /** Storage of the template's cloud-init drive; `storage` when absent. */
+  cloudinitStorage?: string;
 }
 
 export interface ProxmoxSimulatorOptions {
@@ -129,6 +137,8 @@ export interface ProxmoxSimulatorOptions {
   clusterName?: string;
   /** How long a vncproxy task waits for its websocket; Proxmox waits 10 s. */
   vncConnectWaitMs?: number;
+  /** vncproxy answers a `password` (PVE 9; default true). false: no password, the ticket is the VNC password. */
+  vncPasswords?: boolean;
 }
 
 export type SimFault =
@@ -220,6 +230,8 @@ interface SimVm {
   pool?: string;
   /** Guest behaviour. */
   guest: { acpi: boolean; agent: boolean };
+  /** The config a clone in progress writes when its task ends (until then the config is `lock: clone`). */
+  pendingConfig?: Record<string, string>;
   snapshots: Array<{ name: string; description: string; snaptime: number }>;
 }
 
@@ -758,7 +770,7 @@ export class ProxmoxSimulator {
     try {
       const vm = this.vmOn(p.node, p.vmid);
       if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);
-      grant = this.consoles.redeem(p.vncticket, user, vm.vmid, Number(p.port));
+      grant = this.consoles.redeem(p.vncticket, user, vm.node, vm.vmid, Number(p.port));
       if (!grant) throw new PveError(401, 'permission denied - invalid vnc ticket');
     } catch (err) {
       if (err instanceof PveError) return refuse(err);
@@ -1130,6 +1142,7 @@ export class ProxmoxSimulator {
     const node = this.mustNode(p.node);
     const vmid = Number(p.vmid);
     if (this.vms.has(vmid)) throw new PveError(500, `unable to create VM ${vmid}: config file already exists`);
+    if (p.sshkeys !== undefined) checkSshKeys(p.sshkeys);
     const config: Record<string, string> = {};
     for (const [k, v] of Object.entries(p))
       if (
@@ -1181,6 +1194,16 @@ export class ProxmoxSimulator {
       });
     if (p.pool && !this.pools.has(p.pool)) throw new PveError(500, `pool '${p.pool}' does not exist`);
 
+    if (targetNode.name !== source.node) {
+      // qemu-server copies every source volume from the source node: each must be on shared storage.
+      for (const [k, v] of Object.entries(source.config)) {
+        if (!DISK_KEY.test(k) || !(isDisk(k, v) || /cloudinit/.test(v))) continue;
+        const storageId = (parseProps(v)[0]?.[1] ?? '').split(':')[0];
+        if (!this.storages.find((s) => s.storage === storageId)?.shared) {
+          throw new PveError(500, `can't clone VM to node '${targetNode.name}' (VM uses local storage)`);
+        }
+      }
+    }
     const disks = Object.entries(source.config).filter(([k, v]) => isDisk(k, v));
     for (const [, value] of disks) {
       const volume = parseProps(value)[0]?.[1] ?? '';
@@ -1219,8 +1242,9 @@ export class ProxmoxSimulator {
     config.name = p.name ?? `Copy-of-VM-${source.config.name ?? source.vmid}`;
     if (p.description !== undefined) config.description = p.description;
     else if (source.config.description) config.description = source.config.description;
-    config.lock = 'clone';
-    const vm = this.newVm(newid, targetNode.name, config);
+    // Until the copy ends the new VM's config holds only the lock; name and description come last.
+    const vm = this.newVm(newid, targetNode.name, { lock: 'clone' });
+    vm.pendingConfig = config;
     vm.guest = { ...source.guest };
     if (p.pool) vm.pool = p.pool;
     this.vms.set(newid, vm);
@@ -1238,7 +1262,10 @@ export class ProxmoxSimulator {
           task.exit = `clone failed: ${task.exit}`;
           return;
         }
-        if (this.vms.get(newid) === vm) delete vm.config.lock;
+        if (this.vms.get(newid) === vm) {
+          vm.config = vm.pendingConfig ?? {};
+          vm.pendingConfig = undefined;
+        }
       },
     );
   }
@@ -1286,6 +1313,7 @@ export class ProxmoxSimulator {
     this.checkFileLock(vm);
     if (p.digest && p.digest !== this.digest(vm))
       throw new PveError(500, 'detected modified configuration - file changed by other user? Try again.');
+    if (p.sshkeys !== undefined) checkSshKeys(p.sshkeys);
     const skip = new Set(['node', 'vmid', 'digest', 'delete', 'revert', 'skiplock', 'force', 'background_delay']);
     for (const [k, v] of Object.entries(p)) {
       if (skip.has(k)) continue;
@@ -1530,7 +1558,8 @@ export class ProxmoxSimulator {
     const vm = this.vmOn(c.params.node, c.params.vmid);
     if (!vm.running) throw new PveError(500, `VM ${vm.vmid} not running`);
     const task = this.openTask(c, vm.node, 'vncproxy', String(vm.vmid));
-    const grant = this.consoles.issue(c.user, vm.node, vm.vmid, (exit) => {
+    const password = this.options.vncPasswords === false ? undefined : vncPassword();
+    const grant = this.consoles.issue(c.user, vm.node, vm.vmid, password, (exit) => {
       if (task.status === 'running') this.endTask(task, exit);
     });
     if (!grant) {
@@ -1543,7 +1572,7 @@ export class ProxmoxSimulator {
       port: grant.port,
       upid: task.upid,
       cert: this.tlsMaterial?.certPem ?? '',
-      ...(c.params['generate-password'] === '1' ? { password: randomBytes(6).toString('base64').slice(0, 8) } : {}),
+      ...(password ? { password } : {}),
     };
   }
 
@@ -1751,7 +1780,7 @@ export class ProxmoxSimulator {
       memory: '1024',
       scsihw: 'virtio-scsi-single',
       scsi0: `${storage}:base-${t.vmid}-disk-0,iothread=1,size=${t.diskGb ?? 2}G`,
-      ide2: `${storage}:vm-${t.vmid}-cloudinit,media=cdrom`,
+      ide2: `${t.cloudinitStorage ?? storage}:vm-${t.vmid}-cloudinit,media=cdrom`,
       boot: 'order=scsi0',
       net0: `virtio=${randomMac()},bridge=vmbr0`,
       serial0: 'socket',
@@ -1874,6 +1903,8 @@ export class ProxmoxSimulator {
 
   private view(vm: SimVm): SimVmView {
     const c = vm.config;
+    // Tests find a clone in progress by the HCP id it will carry (Proxmox shows nothing of it yet).
+    const description = c.description ?? vm.pendingConfig?.description;
     let sshKeys: string[] = [];
     if (c.sshkeys) {
       try {
@@ -1895,8 +1926,8 @@ export class ProxmoxSimulator {
       ...(c.lock ? { lock: c.lock } : {}),
       tags: (c.tags ?? '').split(/[;,\s]+/).filter((t) => t !== ''),
       ...(c.description !== undefined ? { description: c.description } : {}),
-      ...(c.description && /^hcp-id: (.+)$/m.test(c.description)
-        ? { hcp_id: /^hcp-id: (.+)$/m.exec(c.description)![1].trim() }
+      ...(description && /^hcp-id: (.+)$/m.test(description)
+        ? { hcp_id: /^hcp-id: (.+)$/m.exec(description)![1].trim() }
         : {}),
       ssh_keys: sshKeys,
       disks: this.disks(vm).byKey,
@@ -1963,6 +1994,47 @@ export class ProxmoxSimulator {
         return reply(200, { revoked: true });
       default:
         return reply(404, { error: `no admin route ${route}` });
+    }
+  }
+}
+
+/** Eight printable characters ('!' .. '~'), as Proxmox generates VNC passwords. */
+function vncPassword(): string {
+  return [...randomBytes(8)].map((b) => String.fromCharCode(0x21 + (b % 94))).join('');
+}
+
+const SSH_KEY_TYPES = new Set([
+  'ssh-rsa',
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'sk-ssh-ed25519@openssh.com',
+  'sk-ecdsa-sha2-nistp256@openssh.com',
+]);
+
+/**
+ * What ssh-keygen refuses in Proxmox's cloud-init key check: an unknown type, a blob that is not
+ * base64, or a blob whose embedded type is not the declared one. Written apart from HCP's parser so
+ * that the two can disagree, as HCP and Proxmox could. No ssh-dss: PVE 9's OpenSSH 10 dropped DSA.
+ */
+function checkSshKeys(encoded: string): void {
+  let text: string;
+  try {
+    text = decodeURIComponent(encoded);
+  } catch {
+    throw new PveError(500, 'SSH public key validation error');
+  }
+  for (const line of text.split('\n').map((l) => l.trim())) {
+    if (line === '' || line.startsWith('#')) continue;
+    const [type, b64] = line.split(/\s+/);
+    const blob =
+      b64 && /^[A-Za-z0-9+/]+={0,2}$/.test(b64) && b64.length % 4 === 0 ? Buffer.from(b64, 'base64') : undefined;
+    const length = blob && blob.length >= 4 ? blob.readUInt32BE(0) : -1;
+    const embedded =
+      blob && length > 0 && 4 + length <= blob.length ? blob.subarray(4, 4 + length).toString('latin1') : '';
+    if (!SSH_KEY_TYPES.has(type) || embedded !== type || blob!.length <= 4 + length) {
+      throw new PveError(500, 'SSH public key validation error');
     }
   }
 }

@@ -1,10 +1,11 @@
 /**
  * The console part of the Proxmox simulator: what `vncproxy` hands out and what `vncwebsocket`
  * accepts. A grant is a fresh `PVEVNC:` ticket bound to the calling user (the token-suffixed user for
- * API tokens), the VMID and a port from 5900-5999; it is valid from 20 s before to 40 s after issue
- * and only once. Its vncproxy task waits for the websocket (10 s, like Proxmox's worker) and ends
- * `OK` when the connection closes, or `connection timed out`. Behind the websocket runs an RFB server
- * asking for VNC authentication with the ticket as password (of which VNC uses the first 8 bytes).
+ * API tokens), the node that issued it, the VMID and a port from 5900-5999; it is valid from 20 s
+ * before to 40 s after issue and only once. Its vncproxy task waits for the websocket (10 s, like
+ * Proxmox's worker) and ends `OK` when the connection closes, or `connection timed out`. Behind the
+ * websocket runs an RFB server asking for VNC authentication with the grant's generated password
+ * (PVE 9), or with the ticket when none was generated (older PVE; VNC uses its first 8 bytes).
  */
 import { randomBytes } from 'node:crypto';
 import { createWebSocketStream, type WebSocket } from 'ws';
@@ -12,6 +13,8 @@ import { serveRfb, type RfbServerSession } from '@hcp/providers';
 
 export interface VncGrant {
   ticket: string;
+  /** The VNC password vncproxy answered; undefined when the ticket is the password. */
+  password?: string;
   user: string;
   node: string;
   vmid: number;
@@ -42,7 +45,13 @@ export class SimVncConsoles {
   constructor(private readonly options: SimVncConsolesOptions) {}
 
   /** A new grant; undefined when every port of the node is taken. */
-  issue(user: string, node: string, vmid: number, endTask: (exit: string) => void): VncGrant | undefined {
+  issue(
+    user: string,
+    node: string,
+    vmid: number,
+    password: string | undefined,
+    endTask: (exit: string) => void,
+  ): VncGrant | undefined {
     const taken = new Set([...this.grants.values()].filter((g) => g.node === node && !g.ended).map((g) => g.port));
     let port = FIRST_PORT;
     while (port <= LAST_PORT && taken.has(port)) port++;
@@ -52,17 +61,18 @@ export class SimVncConsoles {
       .toString(16)
       .toUpperCase()
       .padStart(8, '0')}::${randomBytes(32).toString('base64')}`;
-    const grant: VncGrant = { ticket, user, node, vmid, port, issuedAt, used: false, endTask, ended: false };
+    const grant: VncGrant = { ticket, password, user, node, vmid, port, issuedAt, used: false, endTask, ended: false };
     grant.waitTimer = setTimeout(() => this.end(grant, 'connection timed out'), this.options.connectWaitMs);
     this.grants.set(ticket, grant);
     return grant;
   }
 
   /** The grant this websocket request may use, consuming it; undefined when the ticket does not open it. */
-  redeem(ticket: string, user: string, vmid: number, port: number): VncGrant | undefined {
+  redeem(ticket: string, user: string, node: string, vmid: number, port: number): VncGrant | undefined {
     const grant = this.grants.get(ticket);
     if (!grant || grant.used || grant.ended) return undefined;
-    if (grant.user !== user || grant.vmid !== vmid || grant.port !== port) return undefined;
+    // The port is a socket on the node that ran vncproxy: another node has nothing listening there.
+    if (grant.user !== user || grant.node !== node || grant.vmid !== vmid || grant.port !== port) return undefined;
     const now = Date.now();
     if (now < grant.issuedAt - VALID_BEFORE_MS || now > grant.issuedAt + VALID_AFTER_MS) return undefined;
     grant.used = true;
@@ -73,7 +83,10 @@ export class SimVncConsoles {
   /** Serves RFB over the accepted websocket until either side closes it. */
   attach(grant: VncGrant, ws: WebSocket): void {
     const stream = createWebSocketStream(ws);
-    const session = serveRfb(stream, { password: grant.ticket, name: this.options.desktopName(grant.vmid) });
+    const session = serveRfb(stream, {
+      password: grant.password ?? grant.ticket,
+      name: this.options.desktopName(grant.vmid),
+    });
     grant.connection = { ws, session };
     void session.ended.then(() => this.end(grant, 'OK'));
   }

@@ -40,4 +40,9 @@ export interface ProxmoxCluster {
   readonly timing: ProxmoxTiming;
   readonly providerId: string;
   readonly clusterId: string;
+  /**
+   * The VMIDs this process sent clone calls for, by HCP id, until the VM is configured or deleted: a
+   * clone in progress carries nothing else that ties it to its HCP id (see proxmox-create.ts).
+   */
+  readonly startedClones: Map<string, Array<{ node: string; vmid: number }>>;
 }

@@ -3,14 +3,21 @@
  * disk. Each step can be repeated by a retried create that found the VM of an earlier attempt (see
  * proxmox-vm-lookup.ts), so each checks what is already done. A VMID taken between `nextid` and
  * `clone` is retried with a new id.
+ *
+ * While Proxmox copies the disks, the new VM's config holds only `lock: clone` (no name, no
+ * description), so nothing identifies it as ours. The VMID of every clone call is therefore written
+ * down (cluster.startedClones) before the call is sent, and a create that finds no VM by its HCP id
+ * looks at those VMIDs first (findStartedClone): a VMID still locked by a clone is taken as ours in
+ * progress, and confirmed by its description once the lock goes. This holds within one HCP process;
+ * a retry in another process relies on the job recording the VMID (a later change).
  */
 import { HcpError } from '@hcp/domain';
 import type { CallContext, CreateVmSpec } from '../spi/provider-driver';
 import type { ProxmoxCluster } from './proxmox-cluster';
 import type { ProxmoxSettings } from './proxmox-config';
 import { ProxmoxApiError, isVmMissing, isVmidTaken } from './proxmox-errors';
-import { bootDiskOf, diskSizeOf } from './proxmox-format';
-import { planClone } from './proxmox-placement';
+import { bootDiskOf, diskSizeOf, hcpIdOfDescription, sourceStoragesOf } from './proxmox-format';
+import { planClone, templatesFor } from './proxmox-placement';
 import { pause, waitTask, withLockRetry } from './proxmox-tasks';
 import {
   badAnswer,
@@ -20,7 +27,7 @@ import {
   type ClusterResource,
   type VmConfig,
 } from './proxmox-translate';
-import { ids, locateVm, readVmConfig, type Located } from './proxmox-vm-lookup';
+import { ids, locateVm, readVmConfig, type Located, type VmRef } from './proxmox-vm-lookup';
 
 const GiB = 1024 ** 3;
 
@@ -33,9 +40,12 @@ export async function cloneFromTemplate(
   const { client } = cluster;
   for (let attempt = 1; ; attempt++) {
     const resources = (await client.get<ClusterResource[]>('/cluster/resources', {}, ctx)) ?? [];
-    const plan = planClone(resources, spec.image_ref, settings);
+    const storages = await templateStorages(cluster, templatesFor(resources, spec.image_ref), ctx);
+    const plan = planClone(resources, spec.image_ref, settings, storages);
     const newid = Number(await client.get<number | string>('/cluster/nextid', {}, ctx));
     if (!Number.isInteger(newid) || newid < 100) throw badAnswer('cluster/nextid');
+    const started = { node: plan.targetNode, vmid: newid };
+    rememberClone(cluster, spec.hcp_id, started);
     try {
       await withLockRetry(cluster, ctx, 'clone', async () => {
         const upid = await client.post(
@@ -49,10 +59,15 @@ export async function cloneFromTemplate(
         await waitTask(cluster, upid, plan.templateNode, ctx);
       });
     } catch (err) {
-      if (isVmidTaken(err) && attempt < cluster.timing.vmidAttempts) continue;
+      if (isVmidTaken(err)) {
+        // Someone else's VM holds that id: it is not a clone of ours.
+        forgetClone(cluster, spec.hcp_id, started);
+        if (attempt < cluster.timing.vmidAttempts) continue;
+      }
       if (outcomeUnknown(err)) {
         // The clone may have started before the connection broke: if so, it is ours.
-        const found = await locateVm(cluster, spec.hcp_id, ctx);
+        const found =
+          (await locateVm(cluster, spec.hcp_id, ctx)) ?? (await findStartedClone(cluster, spec.hcp_id, ctx));
         if (found) return found;
       }
       throw cloneError(err, spec);
@@ -63,6 +78,66 @@ export async function cloneFromTemplate(
       config: await readVmConfig(cluster, { node: plan.targetNode, vmid: newid }, ctx),
     };
   }
+}
+
+/** The storages of each template's volumes, read from their configs (the resources list has none). */
+async function templateStorages(
+  cluster: ProxmoxCluster,
+  templates: ClusterResource[],
+  ctx: CallContext,
+): Promise<Map<number, string[]>> {
+  const out = new Map<number, string[]>();
+  for (const t of templates) {
+    try {
+      out.set(t.vmid!, sourceStoragesOf(await readVmConfig(cluster, { node: t.node!, vmid: t.vmid! }, ctx)));
+    } catch (err) {
+      // A template that vanished since the list is planned as one on local storage (kept on its node).
+      if (!isVmMissing(err)) throw err;
+    }
+  }
+  return out;
+}
+
+function rememberClone(cluster: ProxmoxCluster, hcpId: string, ref: VmRef): void {
+  const list = cluster.startedClones.get(hcpId) ?? [];
+  cluster.startedClones.set(hcpId, [...list.filter((r) => r.vmid !== ref.vmid), ref]);
+}
+
+function forgetClone(cluster: ProxmoxCluster, hcpId: string, ref: VmRef): void {
+  const list = (cluster.startedClones.get(hcpId) ?? []).filter((r) => r.vmid !== ref.vmid);
+  if (list.length > 0) cluster.startedClones.set(hcpId, list);
+  else cluster.startedClones.delete(hcpId);
+}
+
+/** Forgets the clones of an HCP id whose VM is configured (or deleted): its marks identify it from now on. */
+export function settleClones(cluster: ProxmoxCluster, hcpId: string): void {
+  cluster.startedClones.delete(hcpId);
+}
+
+/**
+ * A clone this process started for the HCP id that is still in its lock window (config `lock: clone`
+ * and nothing else), or finished and carrying the id; null when none. VMIDs that are gone or turned
+ * out to be someone else's are forgotten.
+ */
+export async function findStartedClone(
+  cluster: ProxmoxCluster,
+  hcpId: string,
+  ctx: CallContext,
+): Promise<Located | null> {
+  for (const ref of [...(cluster.startedClones.get(hcpId) ?? [])].reverse()) {
+    let config: VmConfig;
+    try {
+      config = await readVmConfig(cluster, ref, ctx);
+    } catch (err) {
+      if (!isVmMissing(err)) throw err;
+      forgetClone(cluster, hcpId, ref);
+      continue;
+    }
+    const owner = hcpIdOfDescription(config.description);
+    if (owner === hcpId || (owner === undefined && config.lock === 'clone')) return { ...ref, config };
+    forgetClone(cluster, hcpId, ref);
+  }
+  return null;
 }
 
 function cloneError(err: unknown, spec: CreateVmSpec): unknown {
@@ -89,8 +164,36 @@ function cloneError(err: unknown, spec: CreateVmSpec): unknown {
 
 /** A failure after which the server may or may not have done the work. */
 function outcomeUnknown(err: unknown): boolean {
-  if (err instanceof ProxmoxApiError) return err.status === 0 || err.status >= 500;
+  if (err instanceof ProxmoxApiError) return err.retryable && (err.status === 0 || err.status >= 500);
   return err instanceof HcpError && err.code === 'PROVIDER_TIMEOUT';
+}
+
+/**
+ * The VM of this create: found by its HCP id, or a clone this process started for it, or a new clone;
+ * in each case once its clone lock is gone and its description names the HCP id.
+ */
+export async function findOrClone(
+  cluster: ProxmoxCluster,
+  spec: CreateVmSpec,
+  settings: ProxmoxSettings,
+  ctx: CallContext,
+): Promise<Located> {
+  for (let round = 1; round <= 3; round++) {
+    const found =
+      (await locateVm(cluster, spec.hcp_id, ctx)) ??
+      (await findStartedClone(cluster, spec.hcp_id, ctx)) ??
+      (await cloneFromTemplate(cluster, spec, settings, ctx));
+    const loc = await waitUntilUnlocked(cluster, found, spec.hcp_id, ctx);
+    if (hcpIdOfDescription(loc.config.description) === spec.hcp_id) return loc;
+    // A locked VMID from a clone call whose answer was lost turned out to be another client's clone.
+    forgetClone(cluster, spec.hcp_id, loc);
+  }
+  throw new HcpError(
+    'CONFLICT',
+    `VM ${spec.hcp_id} could not be told apart from other clones`,
+    { phase: 'creating' },
+    true,
+  );
 }
 
 /** Waits while a clone (ours, from an earlier attempt) still holds the VM. */

@@ -58,9 +58,33 @@ export class ProxmoxTaskError extends ProxmoxApiError {
     readonly exitStatus: string,
     details: { provider: ProviderDetails },
   ) {
-    super('PROVIDER_UNAVAILABLE', message, 0, exitStatus, undefined, details);
+    super('PROVIDER_UNAVAILABLE', message, 0, exitStatus, undefined, details, !isDeterministicRefusal(exitStatus));
     this.name = 'ProxmoxTaskError';
   }
+}
+
+/**
+ * Refusals Proxmox repeats word for word on every try, because they follow from the request, the
+ * template or the cluster's configuration: retrying them only delays the failure (by about 30 s of
+ * job retries). Lock and timeout messages are not here: those go away by themselves.
+ */
+const DETERMINISTIC_PATTERNS = [
+  /SSH public key validation error/i,
+  /can't clone VM to node '[^']*' \(VM uses local storage\)/i,
+  /can't clone to non-shared storage/i,
+  /storage '[^']*' is not available on node/i,
+  /storage '[^']*' does not support vm images/i,
+  /Linked clone feature is not supported/i,
+  /shrinking disks is not supported/i,
+  /you can't start a vm if it's a template/i,
+  /protection mode enabled/i,
+  /pool '[^']*' does not exist/i,
+  /unable to parse/i,
+];
+
+/** Whether a Proxmox message is one of the refusals that the same request will always get again. */
+export function isDeterministicRefusal(text: string): boolean {
+  return !LOCK_PATTERNS.some((p) => p.test(text)) && DETERMINISTIC_PATTERNS.some((p) => p.test(text));
 }
 
 /** Lock contention: worth retrying with backoff (per-VM flock, config lock, storage/cluster locks). */
@@ -122,6 +146,18 @@ export function codeOfStatus(status: number): { code: ErrorCode; retryable?: boo
   return { code: 'PROVIDER_UNAVAILABLE' };
 }
 
+/** The code of a deterministic 500: the tenant's own input (ssh keys) or the cluster's configuration. */
+function deterministicRefusal(message: string): { code: ErrorCode; retryable: false; summary: string } {
+  if (/SSH public key validation error/i.test(message)) {
+    return { code: 'INVALID_REQUEST', retryable: false, summary: 'the provider refused one of the ssh keys' };
+  }
+  return {
+    code: 'PROVIDER_UNAVAILABLE',
+    retryable: false,
+    summary: 'the provider refused the request (its configuration does not allow it)',
+  };
+}
+
 const SUMMARY: Partial<Record<number, string>> = {
   400: 'the provider rejected the parameters of the request',
   401: 'the provider refused the credentials',
@@ -132,8 +168,12 @@ const SUMMARY: Partial<Record<number, string>> = {
 
 export function apiError(status: number, reason: string, body: unknown, operation: string): ProxmoxApiError {
   const parsed = parseErrorBody(body, reason);
-  const { code, retryable } = codeOfStatus(status);
+  const ofStatus = codeOfStatus(status);
+  const refusal =
+    status === 500 && isDeterministicRefusal(parsed.message) ? deterministicRefusal(parsed.message) : undefined;
+  const { code, retryable } = refusal ?? ofStatus;
   const summary =
+    refusal?.summary ??
     SUMMARY[status] ??
     (status >= 595 && status <= 599
       ? 'the provider could not reach one of its hosts'

@@ -118,6 +118,24 @@ function isDataDisk(value: string | undefined): boolean {
   return true;
 }
 
+/**
+ * The storages a clone copies from: every disk's and the cloud-init drive's (an ISO in a CD drive is
+ * not copied). A clone to another node needs all of them shared.
+ */
+export function sourceStoragesOf(config: Record<string, unknown>): string[] {
+  const out = new Set<string>();
+  for (const [key, value] of Object.entries(config)) {
+    if (!DISK_KEY.test(key) || typeof value !== 'string') continue;
+    const entries = parsePropertyString(value);
+    const volume = entries.find(([k]) => k === '' || k === 'file')?.[1] ?? '';
+    const cdrom = entries.some(([k, v]) => k === 'media' && v === 'cdrom');
+    if (cdrom && !/cloudinit/.test(volume)) continue;
+    const storage = /^([^:]+):/.exec(volume)?.[1];
+    if (storage) out.add(storage);
+  }
+  return [...out];
+}
+
 /** The disk a VM boots from: first disk of `boot: order=...`, else legacy `bootdisk`, else the first data disk. */
 export function bootDiskOf(config: Record<string, unknown>): string | undefined {
   const get = (k: string) => (typeof config[k] === 'string' ? (config[k] as string) : undefined);
@@ -193,12 +211,41 @@ export interface HcpMarks {
 
 const oneLine = (s: string) => s.replace(/[\r\n]+/g, ' ');
 
+/** Proxmox refuses a `description` longer than 8 KiB (`PUT .../config` schema, maxLength 8192). */
+export const DESCRIPTION_MAX_BYTES = 8192;
+
+const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
+
+/**
+ * The description HCP writes: the identifying lines first, then the tags for whoever looks at the VM in
+ * Proxmox. Never more than 8 KiB (counted in UTF-8 bytes, which bounds Proxmox's character count too):
+ * tags that do not fit are left out with a note (HCP keeps them; the provider copy is only a courtesy),
+ * and the name is cut last. The hcp-id line, which HCP finds its VMs by, is never cut.
+ */
 export function buildDescription(marks: HcpMarks): string {
-  const lines = [DESCRIPTION_HEAD, `hcp-id: ${oneLine(marks.hcp_id)}`];
-  if (marks.project_id !== undefined) lines.push(`hcp-project: ${oneLine(marks.project_id)}`);
-  if (marks.name !== undefined) lines.push(`hcp-name: ${oneLine(marks.name)}`);
-  if (marks.tags && Object.keys(marks.tags).length > 0) lines.push(`hcp-tags: ${oneLine(JSON.stringify(marks.tags))}`);
-  return lines.join('\n');
+  const head = [DESCRIPTION_HEAD, `hcp-id: ${oneLine(marks.hcp_id)}`];
+  if (marks.project_id !== undefined) head.push(`hcp-project: ${oneLine(marks.project_id)}`);
+  if (marks.name !== undefined) head.push(`hcp-name: ${oneLine(marks.name)}`);
+  const tags =
+    marks.tags && Object.keys(marks.tags).length > 0 ? `hcp-tags: ${oneLine(JSON.stringify(marks.tags))}` : '';
+  const full = [...head, ...(tags ? [tags] : [])].join('\n');
+  if (utf8Bytes(full) <= DESCRIPTION_MAX_BYTES) return full;
+  const withoutTags = [...head, ...(tags ? ['hcp-tags: (left out: over the 8 KiB description limit)'] : [])].join('\n');
+  if (utf8Bytes(withoutTags) <= DESCRIPTION_MAX_BYTES) return withoutTags;
+  return cutToBytes(withoutTags, DESCRIPTION_MAX_BYTES);
+}
+
+/** The longest prefix of `text` within `max` UTF-8 bytes, not splitting a character. */
+function cutToBytes(text: string, max: number): string {
+  let out = '';
+  let bytes = 0;
+  for (const ch of text) {
+    const n = utf8Bytes(ch);
+    if (bytes + n > max) break;
+    out += ch;
+    bytes += n;
+  }
+  return out;
 }
 
 /** The HCP id in a VM description, or undefined. */

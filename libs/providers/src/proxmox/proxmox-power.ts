@@ -31,14 +31,23 @@ export async function ensureRunning(cluster: ProxmoxCluster, loc: VmRef, ctx: Ca
   });
 }
 
-/** ACPI/agent shutdown with a timeout, then a hard stop if the guest is still up. */
-export async function gracefulStop(cluster: ProxmoxCluster, loc: VmRef, ctx: CallContext): Promise<void> {
+/**
+ * ACPI/agent shutdown with a timeout, then a hard stop if the guest is still up. With `forceStop`
+ * Proxmox itself powers the VM off when the timeout passes (one task instead of a failed one and a
+ * stop); the hard stop behind it stays for a shutdown refused outright (a paused VM).
+ */
+export async function gracefulStop(
+  cluster: ProxmoxCluster,
+  loc: VmRef,
+  ctx: CallContext,
+  options: { forceStop?: boolean } = {},
+): Promise<void> {
   const timeout = shutdownTimeoutS(cluster, ctx);
   if (timeout > 0) {
     try {
       await withLockRetry(cluster, ctx, 'shutdown', async () => {
         const upid = await cluster.client.post('/nodes/{node}/qemu/{vmid}/status/shutdown', ids(loc), ctx, {
-          params: { timeout },
+          params: { timeout, ...(options.forceStop ? { forceStop: true } : {}) },
         });
         await waitTask(cluster, upid, loc.node, ctx);
       });

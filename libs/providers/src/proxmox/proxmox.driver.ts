@@ -27,7 +27,7 @@ import {
   type ProxmoxTls,
 } from './proxmox-config';
 import { openVncConsole } from './proxmox-console';
-import { cloneFromTemplate, configureVm, resizeDisk, waitUntilUnlocked } from './proxmox-create';
+import { configureVm, findOrClone, resizeDisk, settleClones } from './proxmox-create';
 import { destroyVm } from './proxmox-delete';
 import { describeLocated, describeWithAddresses } from './proxmox-describe';
 import { isVmMissing } from './proxmox-errors';
@@ -49,15 +49,22 @@ export interface ProxmoxDriverOptions {
   client?: Partial<Omit<ProxmoxClientOptions, 'endpoint' | 'credentials' | 'tls'>>;
 }
 
+/**
+ * What this driver does end to end through the SPI, nothing Proxmox could do but HCP cannot ask for:
+ * no snapshots and no resize (the SPI has no such call; a create's disk sizing is not a resize), and
+ * no provider_tags (a create writes the tags into the description, but a tag PATCH never reaches
+ * Proxmox yet). The capability test in test/integration/providers/proxmox-driver.test.ts exercises
+ * each one declared.
+ */
 const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
   // vnc and webconsole: vncproxy + vncwebsocket, relayed by HCP. No spice: HCP has no SPICE relay.
   console_types: ['vnc', 'webconsole'] as ConsoleType[],
   reboot: true,
   graceful_stop: true,
-  snapshots: true,
-  resize: true,
+  snapshots: false,
+  resize: false,
   guest_agent_addresses: true,
-  provider_tags: true,
+  provider_tags: false,
 });
 
 export class ProxmoxDriver implements ProviderDriver {
@@ -86,6 +93,7 @@ export class ProxmoxDriver implements ProviderDriver {
       timing,
       providerId: options.provider_id ?? '',
       clusterId: options.cluster_id ?? '',
+      startedClones: new Map(),
     };
   }
 
@@ -104,9 +112,9 @@ export class ProxmoxDriver implements ProviderDriver {
       const settings = spec.placement_hints ? parseProxmoxSettings(this.settings, spec.placement_hints) : this.settings;
       const cluster = this.cluster;
 
-      let loc = (await locateVm(cluster, spec.hcp_id, ctx)) ?? (await cloneFromTemplate(cluster, spec, settings, ctx));
-      loc = await waitUntilUnlocked(cluster, loc, spec.hcp_id, ctx);
+      const loc = await findOrClone(cluster, spec, settings, ctx);
       loc.config = await configureVm(cluster, loc, spec, settings, ctx);
+      settleClones(cluster, spec.hcp_id);
       await resizeDisk(cluster, loc, spec, settings, ctx);
       if (spec.power_on) {
         await ensureRunning(cluster, loc, ctx);
@@ -161,6 +169,7 @@ export class ProxmoxDriver implements ProviderDriver {
       const loc = await locateVm(this.cluster, hcpId, ctx);
       if (!loc) return;
       await destroyVm(this.cluster, loc, ctx);
+      settleClones(this.cluster, hcpId);
     });
   }
 
