@@ -15,10 +15,18 @@ export class CrashGuard {
 
   constructor(private readonly logger: Logger) {}
 
+  private readonly onRejection = (reason: unknown) => this.survive('unhandled_rejection', reason);
+  private readonly onException = (err: Error) => this.survive('uncaught_exception', err);
+
   install(): this {
-    process.on('unhandledRejection', (reason) => this.survive('unhandled_rejection', reason));
-    process.on('uncaughtException', (err) => this.survive('uncaught_exception', err));
+    process.on('unhandledRejection', this.onRejection);
+    process.on('uncaughtException', this.onException);
     return this;
+  }
+
+  uninstall(): void {
+    process.off('unhandledRejection', this.onRejection);
+    process.off('uncaughtException', this.onException);
   }
 
   countWith(counter: Counter): void {

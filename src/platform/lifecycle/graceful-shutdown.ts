@@ -27,18 +27,23 @@ export interface GracefulShutdownOptions {
  * period whatever is still pending, so a deployment's stop never hangs; a second signal ends it at once.
  */
 export function installGracefulShutdown(options: GracefulShutdownOptions): void {
+  const onSignal = shutdownOnSignal(options);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** What a signal does: the first one stops the process in order, a second one exits at once. */
+export function shutdownOnSignal(options: GracefulShutdownOptions): (signal: NodeJS.Signals) => Promise<void> {
   let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
+  return async (signal) => {
     if (stopping) {
       options.logger.warn(`${signal} again while stopping: exiting now`);
       (options.exit ?? process.exit)(1);
       return;
     }
     stopping = true;
-    void stop(signal, options);
+    await stop(signal, options);
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
 }
 
 async function stop(signal: NodeJS.Signals, options: GracefulShutdownOptions): Promise<void> {
