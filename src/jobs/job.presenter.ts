@@ -12,6 +12,7 @@ const JOB_VIEW_FIELDS = [
   'finished_at',
   'error',
   'trace_id',
+  'deadline',
 ] as const satisfies ReadonlyArray<keyof JobState>;
 
 /** A job as API.md shows it; the worker's parameters and the actor stay internal. */

@@ -1,24 +1,49 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { EventContext, evolveJob, JobEvent, JobQueued, JobState, jobStreamId } from '@hcp/domain';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import {
+  DEFAULT_JOB_DEADLINE_MS,
+  EventContext,
+  evolveJob,
+  JobEvent,
+  JobQueued,
+  JobState,
+  jobStreamId,
+} from '@hcp/domain';
 import { DomainEventCodec, EventStore, WrongExpectedRevisionError } from '@hcp/eventstore';
+import { HcpConfig } from '../config/hcp-config';
 import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
-import { EVENT_STORE } from '../platform/tokens';
+import { EVENT_STORE, HCP_CONFIG } from '../platform/tokens';
 
 @Injectable()
 export class JobRepository extends AggregateRepository<JobState, JobEvent> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
+  private readonly deadlineMs: number;
+
+  constructor(
+    @Inject(EVENT_STORE) store: EventStore,
+    codec: DomainEventCodec,
+    @Optional() @Inject(HCP_CONFIG) config?: Pick<HcpConfig, 'jobs'>,
+  ) {
     super(store, codec, jobStreamId, evolveJob);
+    this.deadlineMs = config?.jobs.deadlineMs ?? DEFAULT_JOB_DEADLINE_MS;
+  }
+
+  /** The deadline of a job opened (or retried by ops) at `from`: HCP_JOB_DEADLINE_MS later. */
+  deadlineFrom(from: Date | string): string {
+    return new Date(new Date(from).getTime() + this.deadlineMs).toISOString();
   }
 
   /**
-   * Opens the job's stream with its JobQueued. Both the command handler and the job dispatcher call
-   * this for the same request; the event id is the job id, so whoever comes second changes nothing.
+   * Opens the job's stream with its JobQueued, its deadline stamped from the time of the request.
+   * Both the command handler and the job dispatcher call this for the same request; the event id is the
+   * job id, so whoever comes second changes nothing (its deadline included).
    */
   async ensureQueued(queued: JobQueued, context: EventContext): Promise<void> {
+    const stamped: JobQueued = queued.data.deadline
+      ? queued
+      : { ...queued, data: { ...queued.data, deadline: this.deadlineFrom(context.occurred_at) } };
     try {
       await this.store.append(
         this.streamOf(queued.data.job_id),
-        [this.codec.encode(queued, context, queued.data.job_id)],
+        [this.codec.encode(stamped, context, queued.data.job_id)],
         'no_stream',
       );
     } catch (err) {

@@ -1,21 +1,49 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
+import { PeriodicTasks } from '../platform/background/periodic-tasks';
 import { JobQueries } from './job.queries';
 import { JobRepository } from './job.repository';
 import { JobsController } from './jobs.controller';
 import { OpsJobsController } from './ops-jobs.controller';
 import { JobAdmission } from './queue/job-admission';
 import { JobQueue } from './queue/job-queue';
+import { JobRecovery } from './recovery/job-recovery';
+import { JOB_DEADLINE_SWEEP_MS, JobDeadlineSweep } from './worker/job-deadline-sweep';
 import { JobExecutors } from './worker/job-executors';
 import { JobRunner } from './worker/job-runner';
 import { JobWorkerService } from './worker/job-worker.service';
 
 /**
- * Jobs of any kind: their streams and read model, the lease queue, and the worker that runs them through
- * the executor their context registered. Nothing here knows what a VM is.
+ * Jobs of any kind: their streams and read model, the lease queue, the worker that runs them through
+ * the executor their context registered, the deadline sweep and ops recovery. Nothing here knows what a
+ * VM is.
  */
 @Module({
   controllers: [JobsController, OpsJobsController],
-  providers: [JobRepository, JobQueries, JobQueue, JobAdmission, JobExecutors, JobRunner, JobWorkerService],
+  providers: [
+    JobRepository,
+    JobQueries,
+    JobQueue,
+    JobAdmission,
+    JobExecutors,
+    JobRunner,
+    JobWorkerService,
+    JobDeadlineSweep,
+    JobRecovery,
+  ],
   exports: [JobRepository, JobQueue, JobAdmission, JobExecutors],
 })
-export class JobsModule {}
+export class JobsModule implements OnModuleInit {
+  constructor(
+    private readonly tasks: PeriodicTasks,
+    private readonly deadlines: JobDeadlineSweep,
+  ) {}
+
+  onModuleInit(): void {
+    this.tasks.register({
+      role: 'worker',
+      name: 'job deadline sweep',
+      intervalMs: JOB_DEADLINE_SWEEP_MS,
+      run: () => this.deadlines.sweep(),
+    });
+  }
+}

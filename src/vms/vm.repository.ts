@@ -28,4 +28,10 @@ export class VmRepository extends AggregateRepository<VmState, VmEvent> {
     if (decoded?.event.type !== 'VmCreateRequested') throw notFound('VM');
     return decoded.event.data;
   }
+
+  /** Every event of the VM in order, for what its folded state forgets (how an earlier job ended). */
+  async history(vmId: string): Promise<VmEvent[]> {
+    const recorded = await this.store.readStream(this.streamOf(vmId));
+    return recorded.map((r) => this.codec.decode<VmEvent>(r).event);
+  }
 }

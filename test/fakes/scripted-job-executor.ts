@@ -1,11 +1,12 @@
-import { HcpErrorShape, JobState } from '@hcp/domain';
+import { EventContext, HcpError, HcpErrorShape, JobState } from '@hcp/domain';
 import { JobAttempt, JobExecutor, JobWork } from '../../src/jobs';
 
 /** What a ScriptedJobExecutor was asked to do, in order. */
 export type ScriptedExecutorCall =
   | { call: 'perform'; job: JobState; attempt: JobAttempt }
   | { call: 'record'; job_id: string }
-  | { call: 'recordFailure'; job: JobState; error: HcpErrorShape };
+  | { call: 'recordFailure'; job: JobState; error: HcpErrorShape }
+  | { call: 'reopen'; job: JobState; actor: string };
 
 /** One scripted answer of `perform`: the work, or a function of the job and attempt that returns it. */
 export type ScriptedWork = JobWork | ((job: JobState, attempt: JobAttempt) => JobWork | Promise<JobWork>);
@@ -45,6 +46,14 @@ export class ScriptedJobExecutor implements JobExecutor {
 
   async recordFailure(job: JobState, error: HcpErrorShape): Promise<void> {
     this.calls.push({ call: 'recordFailure', job, error });
+  }
+
+  /** The answer of the next `reopen` calls: null to take the job again, or the refusal to throw. */
+  reopenRefusal: HcpError | null = null;
+
+  async reopen(job: JobState, context: EventContext): Promise<void> {
+    this.calls.push({ call: 'reopen', job, actor: context.actor });
+    if (this.reopenRefusal) throw this.reopenRefusal;
   }
 
   /** The names of the calls, in order (e.g. `['perform', 'record']`). */

@@ -76,6 +76,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'PUT /v1/ops/projects/:project_id/quotas': cloudOperator,
   'GET /v1/ops/vms': cloudOperator,
   'GET /v1/ops/jobs': cloudOperator,
+  'POST /v1/ops/jobs/:id/recover': cloudOperator,
   'GET /v1/ops/audit': { scope: 'ops', roles: ['security-auditor'] },
   'GET /v1/ops/metering': cloudOperator,
   'GET /v1/ops/projections': cloudOperator,

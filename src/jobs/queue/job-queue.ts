@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import type { JobQueued } from '@hcp/domain';
+import { DEFAULT_JOB_DEADLINE_MS, type JobQueued } from '@hcp/domain';
 import { queryReturning } from '../../platform/persistence/returning';
 
 /** Channel that wakes idle workers when jobs become due. */
@@ -96,6 +96,67 @@ export class JobQueue {
        WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased'`,
       [jobId, owner, availableAt],
     );
+  }
+
+  /** Gives a leased job back unfinished (its worker is stopping): due now, and other workers are woken. */
+  async release(jobId: string, owner: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE job_queue SET status = 'queued', available_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+           updated_at = now()
+         WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased'`,
+        [jobId, owner],
+      );
+      await tx.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`);
+    });
+  }
+
+  /**
+   * Leases jobs whose deadline passed while nobody runs them: waiting, or held by a worker whose lease
+   * expired. Same lock as `lease` (SKIP LOCKED), so a live worker's job is never taken. The deadline is
+   * read from the job read model (a row folded before deadlines existed has none: its queued time plus
+   * the default); a job the read model does not show yet is left for the next sweep. The runner decides
+   * from the job's stream, not from this.
+   */
+  async leaseExpired(owner: string, leaseMs: number, limit: number): Promise<LeasedJob[]> {
+    const rows = await queryReturning(
+      this.db,
+      `WITH due AS (
+         SELECT q.job_id, q.status AS previous_status FROM job_queue q
+         JOIN job_read_model r ON r.id = q.job_id
+         WHERE (q.status = 'queued' OR (q.status = 'leased' AND q.lease_expires_at < now()))
+           AND r.status IN ('queued', 'running')
+           AND COALESCE((r.state->>'deadline')::timestamptz,
+                        r.created_at + make_interval(secs => $4::double precision / 1000)) <= now()
+         ORDER BY q.available_at
+         LIMIT $3
+         FOR UPDATE OF q SKIP LOCKED)
+       UPDATE job_queue q
+       SET status = 'leased', lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+           leases = q.leases + 1, updated_at = now()
+       FROM due WHERE q.job_id = due.job_id
+       RETURNING q.job_id, q.project_id, q.type, q.resource_id, q.leases, due.previous_status = 'leased' AS reclaimed`,
+      [owner, leaseMs, limit, DEFAULT_JOB_DEADLINE_MS],
+    );
+    return rows as unknown as LeasedJob[];
+  }
+
+  /**
+   * Takes a job's row for an ops recovery, the way a worker holds it: refused (false) while a live
+   * worker's lease runs; a job without a row (its dispatch was lost) gets one.
+   */
+  async hold(job: NewQueuedJob, owner: string, leaseMs: number): Promise<boolean> {
+    const rows = await queryReturning(
+      this.db,
+      `INSERT INTO job_queue AS q (job_id, project_id, type, resource_id, status, available_at, lease_owner, lease_expires_at, leases)
+       VALUES ($1, $2, $3, $4, 'leased', now(), $5, now() + make_interval(secs => $6::double precision / 1000), 0)
+       ON CONFLICT (job_id) DO UPDATE
+         SET status = 'leased', lease_owner = $5, lease_expires_at = EXCLUDED.lease_expires_at, updated_at = now()
+         WHERE q.status <> 'leased' OR q.lease_expires_at < now()
+       RETURNING q.job_id`,
+      [job.job_id, job.project_id, job.type, job.resource_id, owner, leaseMs],
+    );
+    return rows.length === 1;
   }
 
   async complete(jobId: string, owner: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { HcpErrorShape, JobState } from '@hcp/domain';
+import type { EventContext, HcpErrorShape, JobState } from '@hcp/domain';
 
 /** The actor of every event a worker writes, on the job and on the job's resource. */
 export const JOB_WORKER_ACTOR = 'hcp-worker';
@@ -32,4 +32,9 @@ export interface JobExecutor {
   perform(job: JobState, attempt: JobAttempt): Promise<JobWork>;
   /** The job failed for good: its resource settles where a failed operation leaves it. */
   recordFailure(job: JobState, error: HcpErrorShape): Promise<void>;
+  /**
+   * Ops retry a failed job: its resource takes the job's operation again (same job id), or this throws
+   * the CONFLICT that says why it cannot. Idempotent: a resource that awaits the job already is left as it is.
+   */
+  reopen(job: JobState, context: EventContext): Promise<void>;
 }

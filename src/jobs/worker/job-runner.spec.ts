@@ -20,7 +20,7 @@ import { JobRepository } from '../job.repository';
 import { LeasedJob } from '../queue/job-queue';
 import { JOB_WORKER_ACTOR } from './job-executor';
 import { JobExecutors } from './job-executors';
-import { JobPolicy, JobRunner } from './job-runner';
+import { JobPolicy, JobRunner, WorkerStopping } from './job-runner';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const WORKER = 'worker-a';
@@ -92,7 +92,11 @@ describe('JobRunner', () => {
   }
 
   /** GIVEN a job queued by alice (through the real repository), then the job commands in `history`. */
-  async function givenJob(history: JobCommand[] = [], type: JobType = 'vm.start'): Promise<GivenJob> {
+  async function givenJob(
+    history: JobCommand[] = [],
+    type: JobType = 'vm.start',
+    deadline: Date | null = null,
+  ): Promise<GivenJob> {
     const id = `job-${++jobCount}`;
     const queued = jobEvent<JobQueued>('JobQueued', {
       job_id: id,
@@ -102,6 +106,7 @@ describe('JobRunner', () => {
       trace_id: TRACE,
       actor: 'alice',
       params: {},
+      ...(deadline ? { deadline: deadline.toISOString() } : {}),
     });
     await jobs.ensureQueued(queued, eventContext('alice', TRACE));
     for (const command of history) {
@@ -485,6 +490,202 @@ describe('JobRunner', () => {
           error: { code: 'INTERNAL_ERROR', message: 'no executor runs vm.reboot jobs', retryable: false },
         }),
       ]);
+    });
+  });
+
+  describe('a job whose worker stops while it runs', () => {
+    it('gives the attempt back when the stop aborted its work: released, not failed, and not counted as finished', async () => {
+      const job = await givenJob();
+      executor.willAnswer(() => {
+        lease.abort(new WorkerStopping());
+        return { kind: 'failed', target: 'simulator', error: new HcpError('PROVIDER_TIMEOUT', 'aborted') };
+      });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'released' });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobAttemptReleased', { attempt: 1, worker: WORKER, reason: 'worker_stopping' }),
+      ]);
+      expect(executor.callNames()).toEqual(['perform']);
+      expect((await metrics.jobsFinished.get()).values).toEqual([]);
+      expect((await metrics.jobRetries.get()).values).toEqual([]);
+    });
+
+    it('starts the given-back job again with the same attempt number', async () => {
+      const job = await givenJob([started(WORKER), { type: 'release', worker: WORKER }]);
+      executor.willAnswer(executor.done());
+
+      await run(job);
+
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobSucceeded', { attempt: 1 }),
+      ]);
+    });
+
+    it('records work that was done before the stop, as the lease is still held', async () => {
+      const job = await givenJob();
+      executor.willAnswer(() => {
+        lease.abort(new WorkerStopping());
+        return executor.done();
+      });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(executor.callNames()).toEqual(['perform', 'record']);
+      expect((await eventsWritten(job)).map((e) => e.type)).toEqual(['JobStarted', 'JobSucceeded']);
+    });
+  });
+
+  describe('a job with a deadline', () => {
+    const TIMED_OUT = (deadline: Date, last?: HcpErrorShape): HcpErrorShape => ({
+      code: 'PROVIDER_TIMEOUT',
+      message: `the job did not finish by its deadline (${deadline.toISOString()})`,
+      details: {
+        deadline: deadline.toISOString(),
+        ...(last ? { last_error: { code: last.code, message: last.message } } : {}),
+      },
+      retryable: false,
+    });
+
+    it('records the deadline of HCP_JOB_DEADLINE_MS from the request on the job when it is opened', async () => {
+      const job = await givenJob();
+
+      expect((await jobs.load(job.id)).state!.deadline).toBe(at(30 * 60_000).toISOString());
+    });
+
+    it('fails a job leased past its deadline with PROVIDER_TIMEOUT, the resource recording the failure, without performing', async () => {
+      const deadline = at(-1);
+      const job = await givenJob(failedAttempts(1), 'vm.start', deadline);
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobFailed', { attempt: 1, error: TIMED_OUT(deadline, UNAVAILABLE) }),
+      ]);
+      expect(executor.callNames()).toEqual(['recordFailure']);
+      expect(
+        await counterValue(metrics.jobsFinished, { type: 'vm.start', provider: 'none', outcome: 'PROVIDER_TIMEOUT' }),
+      ).toBe(1);
+    });
+
+    it('gives the attempt no longer than the job has left', async () => {
+      const job = await givenJob([], 'vm.start', at(10_000));
+      executor.willAnswer(executor.done());
+
+      await run(job);
+
+      expect(executor.calls[0]).toMatchObject({ call: 'perform', attempt: { deadline: at(10_000) } });
+    });
+
+    it('fails with PROVIDER_TIMEOUT instead of planning a retry past the deadline, naming the last error', async () => {
+      const deadline = at(POLICY.retryBackoffMs - 1);
+      const job = await givenJob([], 'vm.start', deadline);
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error: HcpError.fromShape(UNAVAILABLE) });
+
+      const result = await run(job);
+
+      expect(result).toEqual({ kind: 'finished' });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobFailed', { attempt: 1, error: TIMED_OUT(deadline, UNAVAILABLE) }),
+      ]);
+      expect(executor.callNames()).toEqual(['perform', 'recordFailure']);
+      expect((await metrics.jobRetries.get()).values).toEqual([]);
+      expect(
+        await counterValue(metrics.jobsFinished, {
+          type: 'vm.start',
+          provider: 'simulator',
+          outcome: 'PROVIDER_TIMEOUT',
+        }),
+      ).toBe(1);
+    });
+
+    describe('when the deadline sweep took it', () => {
+      it('fails a waiting job past its deadline, the resource recording the failure', async () => {
+        const deadline = at(-1);
+        const job = await givenJob(failedAttempts(1), 'vm.start', deadline);
+
+        const result = await runner.expire(job.lease);
+
+        expect(result).toEqual({ kind: 'finished' });
+        expect(await eventsWritten(job)).toEqual([
+          jobEvent('JobFailed', { attempt: 1, error: TIMED_OUT(deadline, UNAVAILABLE) }),
+        ]);
+        expect(executor.callNames()).toEqual(['recordFailure']);
+      });
+
+      it('fails a job a dead worker held running, without writing its attempt off first', async () => {
+        const deadline = at(-1);
+        const job = await givenJob([started('worker-dead')], 'vm.start', deadline);
+
+        await runner.expire(job.lease);
+
+        expect(await eventsWritten(job)).toEqual([jobEvent('JobFailed', { attempt: 1, error: TIMED_OUT(deadline) })]);
+      });
+
+      it('hands back, due now, a job whose deadline has not passed', async () => {
+        const job = await givenJob([], 'vm.start', at(1));
+
+        expect(await runner.expire(job.lease)).toEqual({ kind: 'retry', at: NOW });
+        expect(await eventsWritten(job)).toEqual([]);
+      });
+
+      it('leaves a finished job as it is', async () => {
+        const job = await givenJob([started(), { type: 'succeed' }], 'vm.start', at(-1));
+
+        expect(await runner.expire(job.lease)).toEqual({ kind: 'finished' });
+        expect(await eventsWritten(job)).toEqual([]);
+      });
+    });
+  });
+
+  describe('hcp_jobs_finished_total', () => {
+    it.each([
+      ['settled as succeeded', { kind: 'settled', error: null } as const, 'succeeded'],
+      ['settled as failed', { kind: 'settled', error: UNAVAILABLE } as const, 'PROVIDER_UNAVAILABLE'],
+    ])('counts a job %s once, without a provider', async (_case, work, outcome) => {
+      const job = await givenJob();
+      executor.willAnswer(work);
+
+      await run(job);
+
+      expect((await metrics.jobsFinished.get()).values).toEqual([
+        { value: 1, labels: { type: 'vm.start', provider: 'none', outcome } },
+      ]);
+    });
+
+    it('counts a job that ran out of attempts once, with the error of its last attempt', async () => {
+      const job = await givenJob(failedAttempts(3));
+
+      await run(job);
+
+      expect((await metrics.jobsFinished.get()).values).toEqual([
+        { value: 1, labels: { type: 'vm.start', provider: 'none', outcome: 'PROVIDER_UNAVAILABLE' } },
+      ]);
+    });
+
+    it('counts a job no executor runs once, as INTERNAL_ERROR', async () => {
+      runner = new JobRunner(jobs, new JobExecutors(), metrics);
+      const job = await givenJob([], 'vm.reboot');
+
+      await run(job);
+
+      expect((await metrics.jobsFinished.get()).values).toEqual([
+        { value: 1, labels: { type: 'vm.reboot', provider: 'none', outcome: 'INTERNAL_ERROR' } },
+      ]);
+    });
+
+    it('does not count a job that was over already when leased again', async () => {
+      const job = await givenJob([started(), { type: 'succeed' }]);
+
+      await run(job);
+
+      expect((await metrics.jobsFinished.get()).values).toEqual([]);
     });
   });
 

@@ -1,5 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { decideJob, HcpError, HcpErrorShape, JobCommand, JobState, toHcpError } from '@hcp/domain';
+import {
+  decideJob,
+  HcpError,
+  HcpErrorShape,
+  JobCommand,
+  JobState,
+  jobDeadlineError,
+  jobDeadlinePassed,
+  toHcpError,
+} from '@hcp/domain';
 import { Loaded } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
@@ -15,15 +24,34 @@ export interface JobPolicy {
 }
 
 /** What the worker does with the queue row afterwards. */
-export type JobExecution = { kind: 'finished' } | { kind: 'retry'; at: Date } | { kind: 'lease_lost' };
+export type JobExecution =
+  | { kind: 'finished' }
+  | { kind: 'retry'; at: Date }
+  | { kind: 'lease_lost' }
+  /** The attempt was given back unfinished (the worker is stopping): the row is due again at once. */
+  | { kind: 'released' };
+
+/**
+ * The reason a worker aborts an attempt's signal with when it stops: the attempt is given back, not
+ * lost (any other abort means the lease was lost).
+ */
+export class WorkerStopping extends Error {
+  constructor() {
+    super('the worker is stopping');
+    this.name = 'WorkerStopping';
+  }
+}
 
 const MAX_BACKOFF_MS = 5 * 60_000;
+/** Label of finished jobs whose provider the runner never learnt (no attempt ran, or it was settled). */
+const NO_PROVIDER = 'none';
 
 /**
  * Runs one leased attempt of any job. Each step is recorded as events before the next one starts, so a
  * crash anywhere leaves a state from which the next lease continues: a running job whose lease expired
  * has its attempt written off, and an outcome its resource recorded already is not redone (the
- * executor's work itself is idempotent).
+ * executor's work itself is idempotent). No attempt starts, and no retry is planned, past the job's
+ * deadline: the job fails with PROVIDER_TIMEOUT instead.
  */
 @Injectable()
 export class JobRunner {
@@ -49,15 +77,17 @@ export class JobRunner {
     }
     const executor = this.executors.for(initial.type);
     if (!executor) {
-      await this.step(
-        job,
-        { type: 'fail', error: new HcpError('INTERNAL_ERROR', `no executor runs ${initial.type} jobs`).toShape() },
-        traceId,
-      );
+      const error = new HcpError('INTERNAL_ERROR', `no executor runs ${initial.type} jobs`).toShape();
+      await this.step(job, { type: 'fail', error }, traceId);
+      this.countFinished(initial, NO_PROVIDER, error.code);
+      return { kind: 'finished' };
+    }
+    if (jobDeadlinePassed(stateOf(job), new Date())) {
+      await this.fail(job, executor, jobDeadlineError(stateOf(job)), NO_PROVIDER);
       return { kind: 'finished' };
     }
     if (stateOf(job).attempts >= policy.maxAttempts) {
-      await this.fail(job, executor, stateOf(job).error ?? toHcpError(null).toShape(), traceId);
+      await this.fail(job, executor, stateOf(job).error ?? toHcpError(null).toShape(), NO_PROVIDER);
       return { kind: 'finished' };
     }
     job = await this.step(job, { type: 'start', worker }, traceId);
@@ -65,32 +95,64 @@ export class JobRunner {
 
     const work = await executor.perform(running, {
       worker,
-      deadline: new Date(Date.now() + policy.attemptTimeoutMs),
+      deadline: new Date(Math.min(Date.now() + policy.attemptTimeoutMs, Date.parse(running.deadline))),
       signal,
       trace_id: running.trace_id,
     });
     if (work.kind === 'settled') {
       await this.step(job, work.error ? { type: 'fail', error: work.error } : { type: 'succeed' }, traceId);
+      this.countFinished(running, NO_PROVIDER, work.error?.code ?? 'succeeded');
       return { kind: 'finished' };
     }
-    if (signal.aborted) return { kind: 'lease_lost' };
+    if (signal.aborted) {
+      if (!(signal.reason instanceof WorkerStopping)) return { kind: 'lease_lost' };
+      // Stopping, but the lease is still ours: work that is done is recorded, the rest is given back.
+      if (work.kind === 'failed') {
+        await this.step(job, { type: 'release', worker }, traceId);
+        return { kind: 'released' };
+      }
+    }
     if (work.kind === 'failed') {
       const error = toHcpError(work.error);
       if (!(work.error instanceof HcpError))
         this.logger.error(`job ${running.id}: failed unexpectedly: ${String(work.error)}`);
       if (error.retryable && running.attempts < policy.maxAttempts) {
         const at = new Date(Date.now() + backoff(policy.retryBackoffMs, running.attempts));
+        if (at.getTime() >= Date.parse(running.deadline)) {
+          await this.fail(job, executor, jobDeadlineError(running, error.toShape()), work.target);
+          return { kind: 'finished' };
+        }
         await this.step(job, { type: 'fail_attempt', error: error.toShape(), retry_at: at.toISOString() }, traceId);
         this.metrics.jobRetries.inc({ code: error.code });
         return { kind: 'retry', at };
       }
-      await this.fail(job, executor, error.toShape(), traceId);
-      this.metrics.jobsFinished.inc({ type: running.type, provider: work.target, outcome: error.code });
+      await this.fail(job, executor, error.toShape(), work.target);
       return { kind: 'finished' };
     }
     await work.record();
     await this.step(job, { type: 'succeed' }, traceId);
-    this.metrics.jobsFinished.inc({ type: running.type, provider: work.target, outcome: 'succeeded' });
+    this.countFinished(running, work.target, 'succeeded');
+    return { kind: 'finished' };
+  }
+
+  /**
+   * A job the deadline sweep leased because its deadline passed while nobody ran it (waiting, or held
+   * by a dead worker): it fails with PROVIDER_TIMEOUT and its resource settles as for any failed job.
+   * A job whose deadline has not passed after all is handed back, due now.
+   */
+  async expire(lease: LeasedJob): Promise<JobExecution> {
+    const job = await this.jobs.load(lease.job_id);
+    const state = job.state;
+    if (!state || state.status === 'succeeded' || state.status === 'failed') return { kind: 'finished' };
+    if (!jobDeadlinePassed(state, new Date())) return { kind: 'retry', at: new Date() };
+    const executor = this.executors.for(state.type);
+    const error = jobDeadlineError(state);
+    if (!executor) {
+      await this.step(job, { type: 'fail', error }, state.trace_id);
+      this.countFinished(state, NO_PROVIDER, error.code);
+    } else {
+      await this.fail(job, executor, error, NO_PROVIDER);
+    }
     return { kind: 'finished' };
   }
 
@@ -99,10 +161,17 @@ export class JobRunner {
     job: Loaded<JobState>,
     executor: JobExecutor,
     error: HcpErrorShape,
-    traceId: string,
+    provider: string,
   ): Promise<void> {
-    await executor.recordFailure(stateOf(job), error);
-    await this.step(job, { type: 'fail', error }, traceId);
+    const state = stateOf(job);
+    await executor.recordFailure(state, error);
+    await this.step(job, { type: 'fail', error }, state.trace_id);
+    this.countFinished(state, provider, error.code);
+  }
+
+  /** Every job that finishes is counted once, here, with how it ended. */
+  private countFinished(job: JobState, provider: string, outcome: string): void {
+    this.metrics.jobsFinished.inc({ type: job.type, provider, outcome });
   }
 
   /** Records one step of the job, stamped with the time it happened. */

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { HcpConfig } from '../../config/hcp-config';
 import { HcpRuntime } from '../../platform/runtime/hcp-runtime';
 import { HCP_CONFIG, HCP_RUNTIME } from '../../platform/tokens';
@@ -7,9 +7,16 @@ import { JobQueueListener } from '../queue/job-queue.listener';
 import { JobRunner } from './job-runner';
 import { JobWorker } from './job-worker';
 
+/**
+ * The part of HCP_SHUTDOWN_GRACE_MS the worker may use to stop: running jobs get half of it to finish,
+ * the rest is for giving back those that did not. The remaining 40 % is for the HTTP server, the
+ * projections and closing the database, which the give-back still needs.
+ */
+export const WORKER_SHARE_OF_SHUTDOWN_GRACE = 0.6;
+
 /** The job worker of a process whose HCP_ROLES include `worker`, woken by the queue's notifications. */
 @Injectable()
-export class JobWorkerService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class JobWorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('background');
   private worker: JobWorker | null = null;
   private listener: JobQueueListener | null = null;
@@ -39,8 +46,9 @@ export class JobWorkerService implements OnApplicationBootstrap, OnApplicationSh
     this.logger.log(`job worker ${worker.id} started`);
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the HTTP server and the database close: giving jobs back needs the database. */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.listener?.stop();
-    await this.worker?.stop();
+    await this.worker?.stop(Math.floor(this.config.shutdown.graceMs * WORKER_SHARE_OF_SHUTDOWN_GRACE));
   }
 }

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { JobPolicy, JobRunner } from './job-runner';
+import { JobPolicy, JobRunner, WorkerStopping } from './job-runner';
 import { JobQueue, LeasedJob } from '../queue/job-queue';
 
 export interface JobWorkerOptions extends JobPolicy {
@@ -14,12 +14,13 @@ export interface JobWorkerOptions extends JobPolicy {
  * Leases due jobs and runs them, at most `concurrency` at once. While a job runs its lease is renewed
  * at a third of its length; if a renewal finds the lease gone, the driver call is aborted and the job is
  * left to its new holder. Nothing lives only in this object: kill the process and another worker (or
- * this one restarted) picks every unfinished job up once its lease expires.
+ * this one restarted) picks every unfinished job up once its lease expires; stop it and it gives its
+ * unfinished jobs back at once instead.
  */
 export class JobWorker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly logger = new Logger('job-worker');
-  private readonly running = new Map<string, Promise<void>>();
+  private readonly running = new Map<string, { done: Promise<void>; abort: AbortController }>();
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
@@ -39,15 +40,28 @@ export class JobWorker {
     this.wake?.();
   }
 
-  /** Stops leasing and waits for running jobs, at most `graceMs`; unfinished ones resume elsewhere. */
-  async stop(graceMs = 10_000): Promise<void> {
+  /**
+   * Stops leasing, lets running jobs finish for `finishMs`, then gives the rest back: their driver calls
+   * are aborted (WorkerStopping), the runner records JobAttemptReleased (the attempt does not count) and
+   * their rows become due at once for another worker. Returns within `graceMs` in all; a job whose call
+   * ignores the abort keeps its lease and is taken over when the lease expires, as after a crash.
+   */
+  async stop(graceMs = 10_000, finishMs = graceMs / 2): Promise<void> {
+    const until = Date.now() + graceMs;
     this.stopped = true;
     this.notify();
-    await this.loop;
-    await Promise.race([
-      Promise.allSettled([...this.running.values()]),
-      new Promise((r) => setTimeout(r, graceMs).unref()),
-    ]);
+    await within(this.loop ?? Promise.resolve(), until - Date.now());
+    await within(this.allRunning(), Math.min(finishMs, until - Date.now()));
+    if (this.running.size > 0)
+      this.logger.log(`stopping: giving ${this.running.size} unfinished job(s) back to the queue`);
+    for (const { abort } of this.running.values()) abort.abort(new WorkerStopping());
+    await within(this.allRunning(), until - Date.now());
+    if (this.running.size > 0)
+      this.logger.warn(`stopped with ${this.running.size} job(s) still leased: they resume when their lease expires`);
+  }
+
+  private allRunning(): Promise<unknown> {
+    return Promise.allSettled([...this.running.values()].map((r) => r.done));
   }
 
   private async run(): Promise<void> {
@@ -62,11 +76,12 @@ export class JobWorker {
         }
       }
       for (const job of leased) {
-        const done = this.runJob(job).finally(() => {
+        const abort = new AbortController();
+        const done = this.runJob(job, abort).finally(() => {
           this.running.delete(job.job_id);
           this.notify();
         });
-        this.running.set(job.job_id, done);
+        this.running.set(job.job_id, { done, abort });
       }
       // A full batch may mean more are due: look again at once. Otherwise sleep until woken or polled.
       if (leased.length === 0 || leased.length < free) await this.idle();
@@ -85,13 +100,12 @@ export class JobWorker {
     });
   }
 
-  private async runJob(job: LeasedJob): Promise<void> {
-    const abort = new AbortController();
+  private async runJob(job: LeasedJob, abort: AbortController): Promise<void> {
     const renewal = setInterval(
       () => {
         this.queue.renew(job.job_id, this.id, this.options.leaseMs).then(
           (held) => {
-            if (!held) abort.abort();
+            if (!held && !abort.signal.aborted) abort.abort();
           },
           (err) => this.logger.warn(`lease renewal of job ${job.job_id} failed: ${(err as Error).message}`),
         );
@@ -102,6 +116,7 @@ export class JobWorker {
       const result = await this.runner.run(job, this.id, this.options, abort.signal);
       if (result.kind === 'finished') await this.queue.complete(job.job_id, this.id);
       else if (result.kind === 'retry') await this.queue.requeue(job.job_id, this.id, result.at);
+      else if (result.kind === 'released') await this.queue.release(job.job_id, this.id);
       else this.logger.warn(`job ${job.job_id}: lease lost while running; left to its new holder`);
     } catch (err) {
       // Events could not be written (store down, concurrent holder): keep the lease until it expires
@@ -111,4 +126,20 @@ export class JobWorker {
       clearInterval(renewal);
     }
   }
+}
+
+/** Waits for `work`, at most `ms` (never rejects: a failure is the work's own to report). */
+function within(work: Promise<unknown>, ms: number): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    work.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -72,12 +72,12 @@ describe('CreateVmHandler', () => {
           power_on: true,
         },
       ],
-      [jobStreamId(jobId), 'JobQueued', queued],
+      [jobStreamId(jobId), 'JobQueued', { ...queued, deadline: expect.any(String) }],
     ]);
     expect(catalog.calls).toEqual([{ zone: 'zone-1', image_id: 'ubuntu-24.04', flavor_id: 'small' }]);
     expect(admission.admitted).toEqual([
       {
-        queued: { type: 'JobQueued', version: 1, data: queued },
+        queued: { type: 'JobQueued', version: 2, data: queued },
         context: expect.objectContaining({ actor: 'user:alice', trace_id: 'trace-create' }),
       },
     ]);

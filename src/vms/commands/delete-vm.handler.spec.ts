@@ -31,7 +31,7 @@ describe('DeleteVmHandler', () => {
     const appended = await appendedSince(before);
     expect(appended.map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmDeleteRequested', { job_id: jobId, project_id: 'p1' }],
-      [jobStreamId(jobId), 'JobQueued', queued],
+      [jobStreamId(jobId), 'JobQueued', { ...queued, deadline: expect.any(String) }],
     ]);
     expect(appended[0].context).toMatchObject({ actor: 'user:alice', trace_id: 'trace-delete' });
     expect(admission.queued().map((q) => q.data)).toEqual([queued]);

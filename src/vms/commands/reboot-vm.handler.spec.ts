@@ -34,7 +34,7 @@ describe('RebootVmHandler', () => {
     };
     expect((await appendedSince(before)).map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmRebootRequested', { job_id: jobId, project_id: 'p1', force: true }],
-      [jobStreamId(jobId), 'JobQueued', queued],
+      [jobStreamId(jobId), 'JobQueued', { ...queued, deadline: expect.any(String) }],
     ]);
     expect(admission.queued().map((q) => q.data)).toEqual([queued]);
     expect(clusters.asked).toEqual([THE_CLUSTER]);

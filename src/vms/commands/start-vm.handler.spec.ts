@@ -30,12 +30,12 @@ describe('StartVmHandler', () => {
     const appended = await appendedSince(before);
     expect(appended.map((e) => [e.streamId, e.event.type, e.event.data])).toEqual([
       [vmStreamId(vm.vm_id), 'VmStartRequested', { job_id: jobId, project_id: 'p1' }],
-      [jobStreamId(jobId), 'JobQueued', queued],
+      [jobStreamId(jobId), 'JobQueued', { ...queued, deadline: expect.any(String) }],
     ]);
     expect(appended[0].context).toMatchObject({ actor: 'user:alice', trace_id: 'trace-start' });
     expect(admission.admitted).toEqual([
       {
-        queued: { type: 'JobQueued', version: 1, data: queued },
+        queued: { type: 'JobQueued', version: 2, data: queued },
         context: expect.objectContaining({ actor: 'user:alice', trace_id: 'trace-start' }),
       },
     ]);

@@ -362,6 +362,33 @@ describe('VmJobExecutor', () => {
     });
   });
 
+  describe('a job a newer request superseded', () => {
+    it('is settled with the error its own operation ended with, not as a success', async () => {
+      const job = await givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: false });
+      await outcome({ type: 'failed', job_id: 'job-2', operation: 'stop', error: UNAVAILABLE });
+      await request({ type: 'reboot', job_id: 'job-3', force: false });
+      await markGiven();
+
+      const work = await executor.perform(job, attempt);
+
+      expect(work).toEqual({ kind: 'settled', error: UNAVAILABLE });
+      expect(driver.calls).toEqual([]);
+      expect(await vmEventsWritten()).toEqual([]);
+    });
+
+    it('is settled as failed with CONFLICT when the VM never recorded an outcome of it', async () => {
+      await givenVm('running');
+      const orphan = runningJobOf(vmEvent('VmStopRequested', { job_id: 'job-lost', project_id: 'p-1', force: false }));
+      await request({ type: 'stop', job_id: 'job-3', force: false });
+      await markGiven();
+
+      const work = await executor.perform(orphan, attempt);
+
+      expect(work).toMatchObject({ kind: 'settled', error: { code: 'CONFLICT', retryable: false } });
+      expect(driver.calls).toEqual([]);
+    });
+  });
+
   describe('a driver call that fails', () => {
     it('is failed work, labelled with the provider type, timed with its taxonomy code, and leaves the VM as it was', async () => {
       const job = await givenRequestOn('running', { type: 'reboot', job_id: 'job-2', force: false });
@@ -460,6 +487,61 @@ describe('VmJobExecutor', () => {
 
       expect(await vmEventsWritten()).toEqual([]);
       expect((await vms.load(VM)).state).toMatchObject({ status: 'running', last_error: null });
+    });
+  });
+
+  describe('reopen (ops retry a failed job)', () => {
+    const OPS = eventContext('ops:olga', 'trace-ops');
+
+    it('asks the VM for the same operation again under the same job id, with its options', async () => {
+      const job = await givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: true });
+      await outcome({ type: 'failed', job_id: 'job-2', operation: 'stop', error: UNAVAILABLE });
+      await markGiven();
+
+      await executor.reopen(job, OPS);
+
+      expect(await vmEventsWritten()).toEqual([
+        vmEvent('VmStopRequested', { job_id: 'job-2', project_id: 'p-1', force: true }),
+      ]);
+      expect((await vms.load(VM)).state).toMatchObject({ status: 'stopping', pending_job_id: 'job-2' });
+    });
+
+    it('changes nothing when the VM awaits the job already (an earlier recovery reopened it)', async () => {
+      const job = await givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: false });
+
+      await executor.reopen(job, OPS);
+
+      expect(await vmEventsWritten()).toEqual([]);
+    });
+
+    it('refuses a failed create with CONFLICT: the VM exists', async () => {
+      const job = await givenVmRequested();
+      await outcome({ type: 'failed', job_id: 'job-create', operation: 'create', error: UNAVAILABLE });
+      await markGiven();
+
+      await expect(executor.reopen(job, OPS)).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect(await vmEventsWritten()).toEqual([]);
+    });
+
+    it('refuses with CONFLICT when the VM cannot take the operation from where it is', async () => {
+      const job = await givenRequestOn('running', { type: 'reboot', job_id: 'job-2', force: false });
+      await outcome({ type: 'failed', job_id: 'job-2', operation: 'reboot', error: UNAVAILABLE });
+      await request({ type: 'stop', job_id: 'job-3', force: false });
+      await outcome({ type: 'succeeded', job_id: 'job-3', operation: 'stop', addresses: [] });
+      await markGiven();
+
+      await expect(executor.reopen(job, OPS)).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect(await vmEventsWritten()).toEqual([]);
+    });
+
+    it('refuses with CONFLICT when the VM is deleted', async () => {
+      const job = await givenRequestOn('running', { type: 'stop', job_id: 'job-2', force: false });
+      await outcome({ type: 'failed', job_id: 'job-2', operation: 'stop', error: UNAVAILABLE });
+      await request({ type: 'delete', job_id: 'job-3' });
+      await outcome({ type: 'succeeded', job_id: 'job-3', operation: 'delete', addresses: [] });
+      await markGiven();
+
+      await expect(executor.reopen(job, OPS)).rejects.toMatchObject({ code: 'CONFLICT' });
     });
   });
 });

@@ -1,5 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { HcpErrorShape, JobState, recordVmOutcome, toHcpError, VmOperation, VmOutcome, VmState } from '@hcp/domain';
+import {
+  conflict,
+  decideVm,
+  EventContext,
+  HcpError,
+  HcpErrorShape,
+  JobState,
+  recordVmOutcome,
+  toHcpError,
+  VmCommand,
+  VmEvent,
+  VmOperation,
+  VmOutcome,
+  VmState,
+} from '@hcp/domain';
 import { CallContext, ProviderDriver, VmAddress } from '@hcp/providers';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
@@ -23,8 +37,9 @@ export class VmJobExecutor implements JobExecutor {
   async perform(job: JobState, attempt: JobAttempt): Promise<JobWork> {
     const vm = (await this.vms.load(job.resource_id)).state;
     if (!vm || vm.pending_job_id !== job.id) {
-      // The VM already settled this job (recorded before a crash) or a newer request superseded it.
-      return { kind: 'settled', error: vm?.last_job_id === job.id ? vm.last_error : null };
+      // The VM already settled this job (recorded before a crash), maybe with newer requests since: the
+      // job ends as its own operation did, which only the VM's history still tells.
+      return { kind: 'settled', error: outcomeOfJob(vm ? await this.vms.history(vm.id) : [], job.id) };
     }
     const operation = operationOf(job);
     let providerType = 'unknown';
@@ -49,6 +64,27 @@ export class VmJobExecutor implements JobExecutor {
 
   recordFailure(job: JobState, error: HcpErrorShape): Promise<void> {
     return this.record(job, { type: 'failed', job_id: job.id, operation: operationOf(job), error });
+  }
+
+  /**
+   * Ops retry a failed job: the VM takes the job's operation again under the same job id, if the VM
+   * decider allows it from where the failure left the VM. A create cannot be redone on a VM that exists.
+   */
+  async reopen(job: JobState, context: EventContext): Promise<void> {
+    const operation = operationOf(job);
+    if (operation === 'create')
+      throw conflict('a failed create cannot be retried: delete the VM and create it again', { type: job.type });
+    try {
+      await this.vms.update(
+        job.resource_id,
+        // An earlier recovery that got this far reopened it already: nothing more to decide.
+        (vm) => (vm?.pending_job_id === job.id ? [] : decideVm(vm, commandOf(operation, job))),
+        context,
+      );
+    } catch (err) {
+      if (err instanceof HcpError && err.code === 'NOT_FOUND') throw conflict('the VM of this job is gone');
+      throw err;
+    }
   }
 
   private async record(job: JobState, outcome: VmOutcome): Promise<void> {
@@ -105,3 +141,34 @@ export class VmJobExecutor implements JobExecutor {
 }
 
 const operationOf = (job: JobState): VmOperation => job.type.slice('vm.'.length) as VmOperation;
+
+function commandOf(operation: Exclude<VmOperation, 'create'>, job: JobState): VmCommand {
+  const force = job.params.force === true;
+  if (operation === 'stop' || operation === 'reboot') return { type: operation, job_id: job.id, force };
+  return { type: operation, job_id: job.id };
+}
+
+const OUTCOME_EVENTS: ReadonlySet<VmEvent['type']> = new Set([
+  'VmProvisioned',
+  'VmStarted',
+  'VmStopped',
+  'VmRebooted',
+  'VmDeleted',
+  'VmOperationFailed',
+]);
+
+/** How the VM recorded the end of a job: null for success, its error for failure. */
+function outcomeOfJob(history: VmEvent[], jobId: string): HcpErrorShape | null {
+  const outcome = [...history]
+    .reverse()
+    .find((e) => OUTCOME_EVENTS.has(e.type) && (e.data as { job_id?: string }).job_id === jobId);
+  if (outcome?.type === 'VmOperationFailed') return outcome.data.error;
+  if (outcome) return null;
+  // Never recorded (the VM or its request is gone): the operation did not happen, whatever came after.
+  return new HcpError(
+    'CONFLICT',
+    'the VM no longer awaits this job; its operation was not done',
+    undefined,
+    false,
+  ).toShape();
+}
