@@ -4,7 +4,7 @@ import { connectConsole, refusedUpgrade } from '../support/console-client';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, TestDatabase } from '../support/test-database';
 
-const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHcp+prox alice@laptop';
+const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmWCKkTr8PiDVkvtdFVY alice@laptop';
 
 /**
  * HCP against "Proxmox VE": ops register the simulator as a provider through the API, a tenant runs a VM
@@ -130,6 +130,53 @@ describe('Proxmox provider end to end', () => {
     expect(sim.validationFailures).toEqual([]);
   });
 
+  it('refuses a malformed ssh key with 400 naming its index, before any job or provider call', async () => {
+    const clonesBefore = sim.requests.filter((r) => r.path.endsWith('/clone')).length;
+    const vmsBefore = (await tenant.get('/v1/projects/acme/vms')).body.items.length;
+    const refused = await tenant.post('/v1/projects/acme/vms', {
+      name: 'bad-key',
+      zone: 'pve',
+      image_id: ids.image,
+      flavor_id: ids.flavor,
+      // The second declares ssh-rsa over an ed25519 blob: Proxmox's ssh-keygen check would refuse it.
+      ssh_keys: [SSH_KEY, SSH_KEY.replace(/^ssh-ed25519/, 'ssh-rsa')],
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe('INVALID_REQUEST');
+    expect(refused.body.error.details.fields).toEqual([
+      {
+        field: 'ssh_keys',
+        problems: ['ssh_keys[1] declares ssh-rsa but its key blob is of type ssh-ed25519'],
+      },
+    ]);
+    expect((await tenant.get('/v1/projects/acme/vms')).body.items.length).toBe(vmsBefore);
+    expect(sim.requests.filter((r) => r.path.endsWith('/clone')).length).toBe(clonesBefore);
+  });
+
+  it('fails a create at once, without retries, when Proxmox refuses it for a reason a retry cannot change', async () => {
+    sim.addFault({
+      kind: 'error',
+      status: 500,
+      message: "can't clone VM to node 'pve2' (VM uses local storage)",
+      method: 'POST',
+      path: /\/clone$/,
+    });
+    try {
+      const created = await tenant.post('/v1/projects/acme/vms', {
+        name: 'never-pve',
+        zone: 'pve',
+        image_id: ids.image,
+        flavor_id: ids.flavor,
+      });
+      expect(created.status).toBe(202);
+      const job = await jobFinished(tenant, 'acme', created.body.job_id);
+      expect(job).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'PROVIDER_UNAVAILABLE' } });
+      expect(JSON.stringify(job)).not.toMatch(/pve2|local storage/);
+    } finally {
+      sim.clearFaults();
+    }
+  });
+
   it('fails a job with PROVIDER_UNAVAILABLE when Proxmox answers 500, keeping Proxmox details from tenants', async () => {
     const created = await tenant.post('/v1/projects/acme/vms', {
       name: 'flaky-pve',
@@ -205,6 +252,10 @@ describe('Proxmox provider end to end', () => {
       // VNC authentication uses the ticket's first 8 characters; the part after them is its secret.
       expect(everything).not.toContain(ticket.slice(8, 40));
     }
+    // The VNC password Proxmox answered with the ticket stays inside HCP too.
+    const passwords = sim.vncPasswords();
+    expect(passwords.length).toBeGreaterThanOrEqual(1);
+    for (const password of passwords) expect(everything).not.toContain(password);
     expect(JSON.stringify(answers)).not.toMatch(/PVEVNC|pve1|pve2|vmid/);
     expect(sim.validationFailures).toEqual([]);
   });

@@ -551,6 +551,11 @@ export class ProxmoxSimulator {
     return this.consoles.tickets();
   }
 
+  /** VNC passwords vncproxy answered so far. */
+  vncPasswords(): string[] {
+    return this.consoles.passwords();
+  }
+
   /** Moves the issue time of every VNC ticket `ms` into the past (negative: future), to test its validity window. */
   backdateVncTickets(ms: number): void {
     this.consoles.backdate(ms);

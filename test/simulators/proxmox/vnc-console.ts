@@ -118,6 +118,11 @@ export class SimVncConsoles {
     return [...this.grants.keys()];
   }
 
+  /** VNC passwords answered so far (tests check none leaks). */
+  passwords(): string[] {
+    return [...this.grants.values()].flatMap((g) => (g.password ? [g.password] : []));
+  }
+
   /** Moves every grant's issue time `ms` into the past (negative: into the future), to test the validity window. */
   backdate(ms: number): void {
     for (const grant of this.grants.values()) grant.issuedAt -= ms;
