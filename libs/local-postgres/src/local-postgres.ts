@@ -6,6 +6,7 @@ import { initCluster, loadOrCreateCredentials } from './data-folder';
 import { takeOverLeftover } from './leftover';
 import { isValidPort, launchOnFreePort, portOfDataFolder } from './port';
 import { launch, shutdown } from './server-process';
+import { ServerSupervisor } from './supervisor';
 import { defaultLogger, EmbeddedPostgresLogger, exists } from './support';
 
 /**
@@ -25,6 +26,11 @@ export interface EmbeddedPostgresOptions {
    */
   port?: number;
   logger?: EmbeddedPostgresLogger;
+  /**
+   * Restart the server on the same cluster and port whenever it dies other than through stop() (with
+   * capped backoff). For a long-running application; a one-off command leaves it off.
+   */
+  supervise?: boolean;
 }
 
 export interface EmbeddedPostgres {
@@ -32,7 +38,12 @@ export interface EmbeddedPostgres {
   readonly connectionString: string;
   /** The loopback port the server listens on. */
   readonly port: number;
-  /** Fast shutdown (open transactions are rolled back, committed data is checkpointed). Idempotent. */
+  /** Times the supervisor restarted a server that died (always 0 without `supervise`). */
+  readonly restarts: number;
+  /**
+   * Ends supervision, then a fast shutdown (open transactions are rolled back, committed data is
+   * checkpointed). Idempotent.
+   */
   stop(): Promise<void>;
 }
 
@@ -74,10 +85,14 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   const serverPid = pid;
+  const supervisor = options.supervise ? new ServerSupervisor(ctx, pid) : undefined;
   let stopping: Promise<void> | undefined;
   return {
     connectionString: connectionString(ctx, DB_NAME),
     port: ctx.port,
-    stop: () => (stopping ??= shutdown(serverPid, ctx)),
+    get restarts() {
+      return supervisor?.restarts ?? 0;
+    },
+    stop: () => (stopping ??= (async () => shutdown((await supervisor?.stop()) ?? serverPid, ctx))()),
   };
 }

@@ -47,6 +47,9 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
         dataDir: config.dataDir,
         port: config.embeddedPostgresPort,
         logger,
+        // HCP outlives its database: a server that dies under it comes back on the same port, and the
+        // pools below reconnect to it.
+        supervise: true,
       });
       closers.push(() => embedded.stop());
       databaseUrl = embedded.connectionString;

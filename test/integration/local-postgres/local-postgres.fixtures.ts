@@ -33,8 +33,13 @@ export async function tempDataDir(): Promise<string> {
 }
 
 /** Starts a server for the test; `port` undefined lets the data folder choose. */
-export async function start(dataDir: string, port: number | undefined, rec = recorder()): Promise<EmbeddedPostgres> {
-  const server = await startEmbeddedPostgres({ dataDir, port, logger: rec.logger });
+export async function start(
+  dataDir: string,
+  port: number | undefined,
+  rec = recorder(),
+  options: { supervise?: boolean } = {},
+): Promise<EmbeddedPostgres> {
+  const server = await startEmbeddedPostgres({ dataDir, port, logger: rec.logger, ...options });
   servers.push(server);
   return server;
 }
@@ -155,7 +160,7 @@ export async function sigkill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
