@@ -1,0 +1,254 @@
+import * as path from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { type ChaosPostgres, sleep } from './chaos-postgres';
+import { type CrashRecord, HcpFleet } from './hcp-fleet';
+import { ProxmoxSimProcess } from './proxmox-sim-process';
+import { RecoveryClock } from './recovery';
+import { RESULTS_DIR, RUN_STAMP, type ScenarioResult } from './report';
+import type { ChaosContext, Scenario } from './scenarios';
+import { type Reader, settleJobs, verify } from './verify';
+import { type CatalogChoice, Workload } from './workload';
+
+export interface RunOptions {
+  index: number;
+  root: string;
+  postgres: ChaosPostgres;
+  long: boolean;
+  log(message: string): void;
+  buildDir?: string;
+}
+
+const HCP_ENV = {
+  // Short leases and backoff so jobs of a killed worker are taken over within the settle period.
+  HCP_JOB_LEASE_MS: '3000',
+  HCP_JOB_RETRY_BACKOFF_MS: '200',
+  HCP_JOB_ATTEMPT_TIMEOUT_MS: '30000',
+  HCP_WORKER_POLL_MS: '100',
+  HCP_RATE_LIMIT_ACTOR_PER_MINUTE: '1000000',
+  HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '1000000',
+};
+
+export async function runScenario(scenario: Scenario, options: RunOptions): Promise<ScenarioResult> {
+  const { postgres, log } = options;
+  const dir = path.join(options.root, scenario.id);
+  mkdirSync(dir, { recursive: true });
+  const database = `chaos_${options.index}_${scenario.id.replace(/-/g, '_')}`;
+  const databaseUrl = await postgres.createDatabase(database);
+  const crashes: CrashRecord[] = [];
+  const startFailures: string[] = [];
+  const sim = await ProxmoxSimProcess.start(path.join(dir, 'pve'), 0.2);
+  const fleet = new HcpFleet(
+    path.join(dir, 'hcp'),
+    databaseUrl,
+    HCP_ENV,
+    {
+      onCrash: (crash) => {
+        crashes.push(crash);
+        log(`CRASH of HCP ${crash.slot} (code ${crash.code}, signal ${crash.signal}):\n${indent(crash.logTail)}`);
+      },
+      onStartFailure: (slot, message) => startFailures.push(`HCP ${slot}: ${message.slice(-2_000)}`),
+    },
+    options.buildDir,
+  );
+  const started = Date.now();
+  try {
+    await fleet.start(scenario.instances);
+    const projects = [0, 1, 2].map((i) => `chaos-${options.index}-p${i}`);
+    const tenantToken = fleet.token('chaos-tenant', Object.fromEntries(projects.map((p) => [p, 'admin'])));
+    const opsToken = fleet.token('chaos-ops', {}, ['infra-admin', 'cloud-operator']);
+    const reader = makeReader(fleet, tenantToken, opsToken);
+    const choice = await registerProxmox(reader, fleet, sim, opsToken, tenantToken);
+    log(
+      `  ${scenario.instances} HCP process(es) up, Proxmox registered (${Math.round((Date.now() - started) / 1000)} s)`,
+    );
+
+    const recovery = new RecoveryClock();
+    const workload = new Workload({
+      projects,
+      concurrency: 4,
+      maxVmsPerProject: 8,
+      giveUpAfterMs: options.long ? 180_000 : 90_000,
+      choice,
+      urls: () => fleet.urls,
+      token: () => tenantToken,
+      onSuccess: (at) => recovery.answered(at),
+    });
+    const streamMs = options.long ? 120_000 : 20_000;
+    const ctx: ChaosContext = {
+      fleet,
+      postgres,
+      database,
+      recovery,
+      shutdowns: [],
+      until: Date.now() + streamMs,
+      long: options.long,
+      log: (m) => log(`  ${m}`),
+      notes: [],
+    };
+    workload.start();
+    const probing = probe(fleet, `/v1/projects/${projects[0]}/vms?limit=1`, tenantToken, ctx.until, (at) =>
+      recovery.answered(at),
+    );
+    await scenario.inject(ctx);
+    await sleep(Math.max(0, ctx.until - Date.now()));
+    await probing;
+    await workload.stop();
+    // Whatever the injector left down comes back before the settle period: everything runs normally now.
+    for (const slot of fleet.slots) {
+      await slot.settled();
+      if (!slot.running) await slot.start();
+    }
+    log(`  stream over: ${workload.ledger.length} requests; settling`);
+    const open = await settleJobs(reader, workload.ledger, options.long ? 180_000 : 90_000);
+    recovery.close();
+    const verdict = await verify(reader, workload.ledger, await sim.vms());
+    if (open.length > 0) verdict.details.push(`${open.length} job(s) still open after the settle period`);
+    if (scenario.id === 'poison-event') await inspectPoison(ctx, reader, verdict.details);
+    for (const slot of fleet.slots) {
+      const ms = await slot.terminate(90_000);
+      ctx.shutdowns.push(ms ?? null);
+    }
+    return {
+      id: scenario.id,
+      title: scenario.title,
+      instances: scenario.instances,
+      seconds: Math.round((Date.now() - started) / 1000),
+      verdict,
+      crashes,
+      startFailures,
+      recoveries: recovery.recoveries,
+      longestRecoveryMs: recovery.longestMs,
+      shutdowns: ctx.shutdowns,
+      notes: ctx.notes,
+    };
+  } finally {
+    await fleet.close();
+    sim.stop();
+    for (const slot of fleet.slots) saveLog(`${scenario.id}-hcp${slot.index}`, slot.logs);
+  }
+}
+
+/** What the poison left behind: dead letters, and appends to streams built from missing values. */
+async function inspectPoison(ctx: ChaosContext, reader: Reader, details: string[]): Promise<void> {
+  const letters = await reader.get('/v1/ops/dead-letters', reader.opsToken);
+  details.push(
+    letters.status === 200
+      ? `dead letters: ${JSON.stringify((letters.body?.items ?? []).map((l: any) => l.projection ?? l.subscription ?? l))}`
+      : `GET /v1/ops/dead-letters answered ${letters.status}`,
+  );
+  const strays = await ctx.postgres.query<{ stream_id: string; type: string }>(
+    `SELECT stream_id, type FROM hcp_events WHERE stream_id ~ '-(undefined|null|NaN)$'`,
+    [],
+    ctx.database,
+  );
+  for (const s of strays) details.push(`stray append: ${s.type} on stream ${s.stream_id}`);
+  ctx.notes.push(`${strays.length} append(s) to streams built from missing values`);
+}
+
+async function registerProxmox(
+  reader: Reader,
+  fleet: HcpFleet,
+  sim: ProxmoxSimProcess,
+  opsToken: string,
+  tenantToken: string,
+): Promise<CatalogChoice> {
+  const post = async (p: string, body: unknown) => {
+    const res = await fetch(`${fleet.urls[0]}${p}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${opsToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as any;
+    if (res.status !== 201) throw new Error(`POST ${p} answered ${res.status}: ${JSON.stringify(json)}`);
+    return json;
+  };
+  const provider = await post('/v1/ops/providers', {
+    ...sim.providerBody,
+    name: 'pve-chaos',
+    settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, shutdown_timeout_s: 10 },
+  });
+  const cluster = await post('/v1/ops/clusters', {
+    name: 'pve-chaos',
+    provider_id: provider.id,
+    placement_hints: { nodes: ['pve1', 'pve2'], storage: 'ceph-vm', pool: 'hcp' },
+  });
+  await post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [cluster.id], policy: 'spread' });
+  const image = await post('/v1/ops/images', {
+    name: 'debian-12-pve',
+    os: 'linux',
+    min_disk_gb: 4,
+    min_ram_mb: 512,
+    visibility: 'public',
+    provider_refs: { [cluster.id]: 'debian-12' },
+  });
+  const flavor = await post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 10 });
+  // The catalog reaches the tenant side through projections; wait until a create could be placed.
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const zones = await reader.get('/v1/zones', tenantToken);
+    if (zones.status === 200 && zones.body.items.some((z: { id: string }) => z.id === 'pve')) break;
+    await sleep(200);
+  }
+  return { zone: 'pve', image_id: image.id, flavor_id: flavor.id };
+}
+
+function makeReader(fleet: HcpFleet, tenantToken: string, opsToken: string): Reader {
+  return {
+    tenantToken,
+    opsToken,
+    async get(p, token) {
+      const deadline = Date.now() + 60_000;
+      let last = '';
+      for (let attempt = 0; Date.now() < deadline; attempt++) {
+        const running = fleet.slots.filter((s) => s.running);
+        const slot = running[attempt % Math.max(1, running.length)] ?? fleet.slots[0]!;
+        try {
+          const res = await fetch(`${slot.baseUrl}${p}`, {
+            headers: { authorization: `Bearer ${token}` },
+            signal: AbortSignal.timeout(15_000),
+          });
+          const text = await res.text();
+          if (res.status < 500) return { status: res.status, body: text ? JSON.parse(text) : null };
+          last = `${res.status} ${text.slice(0, 200)}`;
+        } catch (error) {
+          last = String(error);
+        }
+        await sleep(500);
+      }
+      throw new Error(`GET ${p} kept failing: ${last}`);
+    },
+  };
+}
+
+/**
+ * A client that only reads, four times a second through the backends in turn: the recovery clock stops
+ * at its first 200 too, so recovery is measured even while every writer waits on a stuck key.
+ */
+async function probe(fleet: HcpFleet, p: string, token: string, until: number, ok: (at: number) => void) {
+  for (let i = 0; Date.now() < until; i++) {
+    const url = fleet.urls[i % fleet.urls.length];
+    try {
+      const res = await fetch(`${url}${p}`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(2_000),
+      });
+      await res.arrayBuffer();
+      if (res.status === 200) ok(Date.now());
+    } catch {
+      // down: the clock keeps running
+    }
+    await sleep(250);
+  }
+}
+
+/** HCP's output next to the JSON report (gitignored), as evidence for whatever the report counts. */
+function saveLog(name: string, text: string): void {
+  writeFileSync(path.join(RESULTS_DIR, `${RUN_STAMP}-${name}.log`), text);
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => `      ${l}`)
+    .join('\n');
+}
