@@ -20,3 +20,5 @@ export * from './audit/audit-record';
 export * from './audit/metering-record';
 export * from './console/console-session.events';
 export * from './console/console-session.state-machine';
+export * from './events/event-schemas';
+export * from './hcp-event-schemas';

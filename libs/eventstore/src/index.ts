@@ -3,3 +3,4 @@ export * from './codec/domain-event-codec';
 export * from './postgres/postgres-event-store';
 export * from './eventstoredb/eventstoredb-event-store';
 export * from './in-memory/in-memory-event-store';
+export * from './stream-id';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DomainEvent, EventContext, UpcasterRegistry } from '@hcp/domain';
+import { createHcpEventSchemas, DomainEvent, EventContext, EventSchemaRegistry, UpcasterRegistry } from '@hcp/domain';
 import { NewEvent, RecordedEvent } from '../event-store.port';
 
 /** A stored event read back as a domain event at its current version, with when and by whom. */
@@ -15,11 +15,20 @@ export interface DecodedEvent<E extends DomainEvent = DomainEvent> {
   context: Partial<EventContext>;
 }
 
-/** Maps domain events to stored events and back; the only place that knows the metadata layout. */
+/**
+ * Maps domain events to stored events and back; the only place that knows the metadata layout. Both ways
+ * go through the events' schemas: `encode` refuses data its type's schema does not accept (a writer's bug,
+ * EventSchemaViolation, INTERNAL_ERROR) so nothing malformed is appended, and `decode` checks what it reads
+ * after upcasting, so a malformed stored event fails where its reader can dead-letter it.
+ */
 export class DomainEventCodec {
-  constructor(private readonly upcasters: UpcasterRegistry) {}
+  constructor(
+    private readonly upcasters: UpcasterRegistry,
+    private readonly schemas: EventSchemaRegistry = createHcpEventSchemas(),
+  ) {}
 
   encode(event: DomainEvent, context: EventContext, id: string = randomUUID()): NewEvent {
+    this.schemas.check(event);
     return {
       id,
       type: event.type,
@@ -37,6 +46,7 @@ export class DomainEventCodec {
     const meta = recorded.metadata ?? {};
     const version = typeof meta.schema_version === 'number' ? meta.schema_version : 1;
     const event = this.upcasters.upcast({ type: recorded.type, version, data: recorded.data }) as E;
+    this.schemas.check(event);
     const occurred = typeof meta.occurred_at === 'string' ? meta.occurred_at : recorded.recordedAt.toISOString();
     return {
       event,

@@ -28,6 +28,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
+import { assertStreamId } from '../stream-id';
 
 export type EventStoreDbEventStoreOptions = (
   | { connectionString: string }
@@ -82,6 +83,7 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    assertStreamId(streamId);
     try {
       const result = await this.client.appendToStream(
         streamId,

@@ -11,6 +11,7 @@ import {
   Subscription,
   WrongExpectedRevisionError,
 } from '../event-store.port';
+import { assertStreamId } from '../stream-id';
 
 /**
  * The event store in process memory, for specs of the application layer: it passes the same contract
@@ -25,6 +26,7 @@ export class InMemoryEventStore implements EventStore {
   private readonly waiting = new Set<() => void>();
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    assertStreamId(streamId);
     const stream = this.streams.get(streamId) ?? [];
     const actual = stream.length === 0 ? 'no_stream' : BigInt(stream.length - 1);
     const retried = this.retriedAppend(streamId, events, expected);

@@ -13,6 +13,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
+import { assertStreamId } from '../stream-id';
 import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
 import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
@@ -113,6 +114,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    assertStreamId(streamId);
     assertAppendable(events);
     const client = await this.pool.connect();
     // A connection the server drops while it is checked out (restart, failover, pg_terminate_backend)
