@@ -1,7 +1,12 @@
 // What the application may use of the projections: the runner, the read models and their row types.
 // Everything else in this folder is a projection's own business.
 export type { Projection } from './runner/projection';
-export { ProjectionRunner, type ProjectionRunnerOptions } from './runner/projection-runner';
+export {
+  ProjectionRunner,
+  type ProjectionRunnerOptions,
+  type ProjectionStatus,
+  restartBackoffMs,
+} from './runner/projection-runner';
 export {
   DEAD_LETTER_STATUSES,
   retryDeadLetter,

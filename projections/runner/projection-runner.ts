@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { EventSchemaViolation } from '@hcp/domain';
 import { DomainEventCodec, EventStore, RecordedEvent, START_POSITION, Subscription } from '@hcp/eventstore';
 import {
   CheckpointMovedError,
@@ -12,12 +13,26 @@ import { Projection } from './projection';
 
 export interface ProjectionRunnerOptions {
   batchSize: number;
-  /** Wait between tries to become the active instance, before restarting after a failure, and between tries of one event. */
+  /** Wait between tries to become the active instance and between tries of one event; the first restart's wait after a failure. */
   retryMs: number;
+  /** Longest wait before a restart: the wait doubles with each failure in a row (with jitter) up to this. Default 30 s. */
+  maxRetryMs?: number;
   /** Tries of one event alone, each failing for a reason not classified transient, before it is dead-lettered. */
   deadLetterAfter?: number;
   /** Told of every dead letter recorded (metrics); called after its transaction commits. */
   onDeadLetter?: (recorded: DeadLetterRecorded) => void;
+  /** Told of every failure: a batch or a lone event that did not apply, a run that ended in error (metrics). */
+  onFailure?: (err: unknown) => void;
+  /** Told of every event skipped because this release does not know its type (metrics). */
+  onUnknownEvent?: (type: string) => void;
+}
+
+export const DEFAULT_MAX_RETRY_MS = 30_000;
+
+/** The wait before restart number `failures` (1-based): doubling from `baseMs`, capped, with up to half taken off at random. */
+export function restartBackoffMs(failures: number, baseMs: number, maxMs: number, random = Math.random): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(failures - 1, 0), 30));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
 export const DEFAULT_DEAD_LETTER_AFTER = 3;
@@ -26,6 +41,8 @@ export interface ProjectionStatus {
   name: string;
   active: boolean;
   position: bigint;
+  /** Failures in a row since this runner last applied an event or became active without error. */
+  consecutiveFailures: number;
 }
 
 /**
@@ -51,6 +68,15 @@ export interface ProjectionStatus {
  * checkpoint past it; the runner goes on with the next event, and ops retry or skip it
  * (`/v1/ops/dead-letters`). The control re-runs the event's external effects (a publication, a job
  * admission): they are idempotent already, since a batch is replayed after any crash.
+ *
+ * An event whose data fails its type's schema (EventSchemaViolation when decoded) is the event's fault by
+ * definition, whatever the projection: it is dead-lettered at its first lone try, without the control.
+ * Events of a type this release does not know are skipped, counted (`onUnknownEvent`) and logged once
+ * per type.
+ *
+ * stop() always ends the loop: a runner stopped while it waits for a connection, its advisory lock or its
+ * checkpoint never subscribes afterwards. Restarts after a failure wait longer each time (doubling, with
+ * jitter, up to `maxRetryMs`), so a database outage is waited out and the runner carries on when it ends.
  */
 export class ProjectionRunner {
   private readonly logger: Logger;
@@ -66,6 +92,11 @@ export class ProjectionRunner {
   private sleeping: { timer: NodeJS.Timeout; resolve: () => void } | null = null;
   /** The last event this runner applied without error: the control of rule 4 (kept across restarts). */
   private lastApplied: RecordedEvent | null = null;
+  private consecutiveFailures = 0;
+  private readonly unknownTypesLogged = new Set<string>();
+  /** Rejects the waits of the loop (connection, lock, checkpoint) as soon as stop() is called. */
+  private readonly stopping: Promise<never>;
+  private signalStop: () => void = () => undefined;
 
   constructor(
     private readonly db: DataSource,
@@ -75,6 +106,10 @@ export class ProjectionRunner {
     private readonly options: ProjectionRunnerOptions = { batchSize: 500, retryMs: 1000 },
   ) {
     this.logger = new Logger(`projection:${projection.name}`);
+    this.stopping = new Promise<never>((_resolve, reject) => {
+      this.signalStop = () => reject(new RunnerStoppedError());
+    });
+    this.stopping.catch(() => undefined);
   }
 
   start(): void {
@@ -83,7 +118,8 @@ export class ProjectionRunner {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.failRun?.(new Error('stopping'));
+    this.signalStop();
+    this.failRun?.(new RunnerStoppedError());
     if (this.sleeping) {
       clearTimeout(this.sleeping.timer);
       this.sleeping.resolve();
@@ -92,41 +128,108 @@ export class ProjectionRunner {
   }
 
   status(): ProjectionStatus {
-    return { name: this.projection.name, active: this.active, position: this.position };
+    return {
+      name: this.projection.name,
+      active: this.active,
+      position: this.position,
+      consecutiveFailures: this.consecutiveFailures,
+    };
   }
 
   private async supervise(): Promise<void> {
     while (!this.stopped) {
-      const lock = await this.db.createQueryRunner();
+      let failed = false;
+      const lock = this.db.createQueryRunner();
+      // Kept so a connection that arrives after stop() is given back to the pool, not leaked.
+      const connecting = lock.connect();
+      const connection: { state: 'pending' | 'open' | 'failed' } = { state: 'pending' };
+      connecting.then(
+        () => {
+          connection.state = 'open';
+        },
+        () => {
+          connection.state = 'failed';
+        },
+      );
       try {
-        await lock.connect();
-        const [{ locked }] = await lock.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [
-          `hcp-projection:${this.projection.name}`,
-        ]);
-        if (locked) {
+        await this.unlessStopped(connecting);
+        const [{ locked }] = await this.unlessStopped(
+          lock.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [`hcp-projection:${this.projection.name}`]),
+        );
+        if (locked && !this.stopped) {
           this.active = true;
           await this.runActive();
         }
       } catch (err) {
-        if (!this.stopped) this.logger.warn(`restarting from its checkpoint after: ${(err as Error).message}`);
+        if (!this.stopped) {
+          failed = true;
+          this.recordFailure(err);
+          this.logger.warn(
+            `restarting from its checkpoint after: ${errorText(err)} (failure ${this.consecutiveFailures} in a row)`,
+          );
+        }
       } finally {
         this.active = false;
         await this.subscription?.stop().catch(() => undefined);
         this.subscription = null;
-        await lock.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
-        await lock.release().catch(() => undefined);
+        await this.releaseLock(lock, connecting, connection.state);
       }
-      if (!this.stopped) await this.sleep(this.options.retryMs);
+      if (this.stopped) break;
+      await this.sleep(
+        failed
+          ? restartBackoffMs(
+              this.consecutiveFailures,
+              this.options.retryMs,
+              this.options.maxRetryMs ?? DEFAULT_MAX_RETRY_MS,
+            )
+          : this.options.retryMs,
+      );
     }
+  }
+
+  /** Gives the lock session back: unlocked and released now, or as soon as a late connection arrives. */
+  private async releaseLock(
+    lock: QueryRunner,
+    connecting: Promise<void>,
+    state: 'pending' | 'open' | 'failed',
+  ): Promise<void> {
+    const release = async () => {
+      await lock.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
+      await lock.release().catch(() => undefined);
+    };
+    if (state === 'pending') void connecting.then(release, () => undefined);
+    else if (state === 'open') await release();
+    else await lock.release().catch(() => undefined);
+  }
+
+  /** The promise, unless stop() comes first: then RunnerStoppedError, so the loop ends without waiting on it. */
+  private unlessStopped<T>(promise: Promise<T>): Promise<T> {
+    return Promise.race([promise, this.stopping]);
+  }
+
+  /** Counts a failure once (a batch failure may also end the run), for the backoff and the metric. */
+  private recordFailure(err: unknown): void {
+    if (err instanceof RunnerStoppedError) return;
+    if (err !== null && typeof err === 'object') {
+      if (counted.has(err)) return;
+      counted.add(err);
+    }
+    this.consecutiveFailures++;
+    this.options.onFailure?.(err);
   }
 
   /** Runs until the subscription or a flush fails, or until stop(). */
   private async runActive(): Promise<void> {
     this.pending = [];
     this.flushChain = Promise.resolve();
-    this.position = await this.readCheckpoint(this.db.manager);
+    this.position = await this.unlessStopped(this.readCheckpoint(this.db.manager));
     await new Promise<void>((_resolve, reject) => {
       this.failRun = reject;
+      // stop() may have come while the checkpoint was read: its failRun found nothing to end then.
+      if (this.stopped) {
+        reject(new RunnerStoppedError());
+        return;
+      }
       this.subscription = this.store.subscribeToAll((event) => this.onEvent(event), {
         fromPosition: this.position === START_POSITION ? 'start' : this.position,
         streamPrefixes: this.projection.streamPrefixes,
@@ -162,7 +265,9 @@ export class ProjectionRunner {
     try {
       await this.applyInOneTransaction(batch);
     } catch (err) {
-      if (this.stopped || isTransientFailure(err)) throw err;
+      if (this.stopped) throw err;
+      this.recordFailure(err);
+      if (isTransientFailure(err)) throw err;
       // Rule 2: the batch event by event; an event before the bad one is applied (and checkpointed) alone.
       for (const event of batch) await this.applyAlone(event, batch.length === 1 ? err : null);
     }
@@ -178,11 +283,27 @@ export class ProjectionRunner {
     });
     this.position = last;
     this.lastApplied = batch[batch.length - 1];
+    this.consecutiveFailures = 0;
   }
 
-  /** Decoded inside the try: an event no upcaster can read is as much a poison as one `apply` refuses. */
+  /**
+   * Decoded inside the try: an event no upcaster can read, or whose data fails its schema, is as much a
+   * poison as one `apply` refuses. Unknown types are skipped, counted and logged once per type.
+   */
   private decode(batch: RecordedEvent[]) {
-    return batch.filter((e) => this.codec.knows(e)).map((e) => this.codec.decode(e));
+    return batch.filter((e) => this.knows(e)).map((e) => this.codec.decode(e));
+  }
+
+  private knows(event: RecordedEvent): boolean {
+    if (this.codec.knows(event)) return true;
+    this.options.onUnknownEvent?.(event.type);
+    if (!this.unknownTypesLogged.has(event.type)) {
+      this.unknownTypesLogged.add(event.type);
+      this.logger.warn(
+        `skipping events of type ${JSON.stringify(event.type.slice(0, 100))}, unknown to this release (first: ${event.id} at ${event.position}); hcp_events_unknown_total counts them`,
+      );
+    }
+    return false;
   }
 
   /** Rules 3 and 4: one event, tried alone until it succeeds, fails transiently, or is dead-lettered. */
@@ -190,18 +311,21 @@ export class ProjectionRunner {
     const tries = Math.max(1, this.options.deadLetterAfter ?? DEFAULT_DEAD_LETTER_AFTER);
     let failure = firstFailure;
     let attempts = firstFailure === null ? 0 : 1;
-    while (attempts < tries) {
+    while (attempts < tries && !isSchemaViolation(failure)) {
       if (attempts > 0) await this.pause();
       try {
         await this.applyInOneTransaction([event]);
         return;
       } catch (err) {
-        if (this.stopped || isTransientFailure(err)) throw err;
+        if (this.stopped) throw err;
+        this.recordFailure(err);
+        if (isTransientFailure(err)) throw err;
         failure = err;
         attempts++;
       }
     }
-    if (await this.controlFails()) throw failure;
+    // A schema violation is the event's alone: no control needed (the projection never saw the event).
+    if (!isSchemaViolation(failure) && (await this.controlFails())) throw failure;
     await this.deadLetter(event, failure, attempts);
   }
 
@@ -265,7 +389,7 @@ export class ProjectionRunner {
   /** Waits `retryMs` between tries of one event; stop() cuts it short and ends the run. */
   private async pause(): Promise<void> {
     await this.sleep(this.options.retryMs);
-    if (this.stopped) throw new Error('stopping');
+    if (this.stopped) throw new RunnerStoppedError();
   }
 
   private async readCheckpoint(em: EntityManager): Promise<bigint> {
@@ -289,8 +413,24 @@ export class ProjectionRunner {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     return new Promise((resolve) => {
       this.sleeping = { timer: setTimeout(resolve, ms), resolve };
     });
   }
+}
+
+/** How a wait of the loop ends when stop() is called; never a failure of the projection. */
+class RunnerStoppedError extends Error {
+  constructor() {
+    super('stopping');
+    this.name = 'RunnerStoppedError';
+  }
+}
+
+/** Failures already counted: one failure may pass through a batch, a lone try and the run's end. */
+const counted = new WeakSet<object>();
+
+function isSchemaViolation(err: unknown): boolean {
+  return err instanceof EventSchemaViolation;
 }

@@ -45,10 +45,14 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
     const { dataSource, eventStore, codec } = this.runtime;
     const projections = await this.liveProjections();
     for (const projection of projections) {
+      const name = projection.name;
       const runner = new ProjectionRunner(dataSource, eventStore, codec, projection, {
         batchSize: 500,
         retryMs: 1000,
-        onDeadLetter: ({ projection: name }) => this.metrics.projectionDeadLetters.inc({ projection: name }),
+        maxRetryMs: 30_000,
+        onDeadLetter: () => this.metrics.projectionDeadLetters.inc({ projection: name }),
+        onFailure: () => this.metrics.projectionFailures.inc({ projection: name }),
+        onUnknownEvent: (type) => this.metrics.unknownEvents.inc({ projection: name, type: type.slice(0, 100) }),
       });
       runner.start();
       this.runners.push(runner);
@@ -93,15 +97,26 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
     return publisher;
   }
 
-  /** Position and lag of the projections this process runs actively, for /metrics. */
+  /**
+   * Position and lag of every projection, on this timer rather than after a batch: from the store's head
+   * and the stored checkpoints, so the lag keeps growing while a runner fails and restarts (whichever
+   * instance is active). While the database cannot answer, the last values stay.
+   */
   private async recordLag(): Promise<void> {
-    const head = await this.runtime.eventStore.headPosition().catch(() => null);
-    for (const runner of this.runners) {
-      const { name, active, position } = runner.status();
-      if (!active) continue;
-      this.metrics.projectionPosition.set({ projection: name }, Number(position));
-      if (head !== null)
+    const [head, checkpoints] = await Promise.all([
+      this.runtime.eventStore.headPosition(),
+      this.runtime.dataSource.query(`SELECT name, position::text AS position FROM projection_checkpoints`) as Promise<
+        Array<{ name: string; position: string }>
+      >,
+    ]).catch(() => [null, null] as const);
+    if (head !== null && checkpoints !== null) {
+      for (const runner of this.runners) {
+        const { name } = runner.status();
+        const stored = checkpoints.find((c) => c.name === name);
+        const position = stored ? BigInt(stored.position) : -1n;
+        this.metrics.projectionPosition.set({ projection: name }, Number(position));
         this.metrics.projectionLag.set({ projection: name }, Number(head > position ? head - position : 0n));
+      }
     }
     await this.recordOpenDeadLetters().catch(() => undefined);
   }
@@ -113,10 +128,9 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
     );
     for (const runner of this.runners) {
       const { name } = runner.status();
-      this.metrics.projectionDeadLettersOpen.set(
-        { projection: name },
-        rows.find((r) => r.projection === name)?.open ?? 0,
-      );
+      const open = rows.find((r) => r.projection === name)?.open ?? 0;
+      this.metrics.projectionDeadLettersOpen.set({ projection: name }, open);
+      this.metrics.projectionDeadLettersGauge.set({ projection: name }, open);
     }
   }
 
