@@ -88,6 +88,9 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'PUT /v1/ops/projects/:project_id/quotas': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/vms': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/jobs': { roles: CLOUD, ok: 200 },
+  // The fixture job does not exist: a permitted recovery gets as far as looking it up (job-recovery.e2e
+  // covers the outcomes).
+  'POST /v1/ops/jobs/:id/recover': { roles: CLOUD, ok: 404 },
   'GET /v1/ops/audit': { roles: AUDITOR, ok: 200 },
   'GET /v1/ops/metering': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/projections': { roles: CLOUD, ok: 200 },
@@ -130,6 +133,7 @@ describe('authorization matrix', () => {
     image: '',
     flavor: '',
     'dead-letter': '',
+    job: randomUUID(),
   };
   let opsAdmin: ApiClient;
   let serial = 0;
@@ -278,6 +282,7 @@ describe('authorization matrix', () => {
         : { name: unique, os: 'linux', min_disk_gb: 1, min_ram_mb: 64, visibility: 'private', provider_refs: {} },
       flavor: route.startsWith('PATCH') ? { extras: { m: 1 } } : { name: unique, vcpus: 1, ram_mb: 512, disk_gb: 1 },
       project: { instances: 10_000, vcpus: 100_000, ram_mb: 100_000_000, disk_gb: 10_000_000 },
+      job: { action: 'retry', reason: 'authorization matrix' },
     };
     let id = fixtures[kind as keyof typeof fixtures] ?? '';
     if (pattern.includes(':id') && allowed && route.startsWith('DELETE')) id = await freshOps(kind as 'provider');
