@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createHcpUpcasters, JobQueued } from '@hcp/domain';
 import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
-import { ApiClient, eventually } from '../support/api-client';
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, TestDatabase } from '../support/test-database';
 
@@ -143,6 +144,75 @@ describe('projection dead letters', () => {
     expect((await deadLetters('projection=audit&status=open')).map((d) => d.id)).not.toContain(letter.id);
     expect(await inAuditTrail('trace-dead-letter-retry')).toMatchObject({ target: { id: letter.id } });
     expect(await inAuditTrail('trace-dead-letter-skip')).toMatchObject({ target: { id: letter.id } });
+  });
+
+  it('dead-letters a malformed VmCreateRequested in every projection that reads it, and new creates still flow', async () => {
+    // Issue #14: a create request with a malformed body (no job id, a number for the VM id) appended
+    // straight to the store stalled seven projections and left a `job-undefined` stream behind. Now it
+    // fails its schema when read: each reader dead-letters it at once and goes on.
+    const vmId = randomUUID();
+    const eventId = randomUUID();
+    await store.append(
+      `vm-${vmId}`,
+      [
+        {
+          id: eventId,
+          type: 'VmCreateRequested',
+          data: { vm_id: 42, project_id: 'poisoned', name: 'bad' },
+          metadata: {
+            schema_version: 1,
+            actor: 'e2e',
+            trace_id: 'trace-malformed',
+            occurred_at: new Date().toISOString(),
+          },
+        },
+      ],
+      'no_stream',
+    );
+    // The same mistake through the codec is refused before anything is written.
+    expect(() =>
+      codec.encode(
+        { type: 'VmCreateRequested', version: 1, data: { vm_id: vmId } },
+        { actor: 'e2e', trace_id: 't', occurred_at: new Date().toISOString() },
+      ),
+    ).toThrow('VmCreateRequested event data fails its schema at');
+
+    const tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { dlq: 'admin' }));
+    const created = await tenant.post('/v1/projects/dlq/vms', {
+      name: 'after-poison',
+      zone: 'local',
+      ...(await seededChoice(tenant)),
+    });
+    expect(created.status).toBe(202);
+    const job = await jobFinished(tenant, 'dlq', created.body.job_id);
+    expect(job.status).toBe('succeeded');
+    expect((await tenant.get(`/v1/projects/dlq/jobs/${created.body.job_id}`)).status).toBe(200);
+    const listed = await eventually(async () => {
+      const items = (await tenant.get('/v1/projects/dlq/vms')).body.items as Array<{ id: string; status: string }>;
+      return items.find((vm) => vm.id === created.body.resource_id && vm.status === 'running');
+    }, 'the new VM in the list');
+    expect(listed).toBeDefined();
+
+    const letters = await eventually(async () => {
+      const open = (await deadLetters('status=open&limit=100')).filter((d) => d.event_id === eventId);
+      return open.some((d) => d.projection === 'job-dispatcher') ? open : undefined;
+    }, 'the malformed event dead-lettered by the job dispatcher');
+    for (const letter of letters) {
+      expect(letter).toMatchObject({ event_type: 'VmCreateRequested', attempts: 1 });
+      expect(letter.error).toBe(
+        'EventSchemaViolation: VmCreateRequested event data fails its schema at vm_id: expected string',
+      );
+    }
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM hcp_events WHERE stream_id ~ '(^|-)(undefined|null)(-|$)' OR stream_id ~ '-$'`,
+    );
+    expect(rows[0].n).toBe(0);
+    const metrics = await eventually(async () => {
+      const text = await (await fetch(`${hcp.baseUrl}/metrics`)).text();
+      return /hcp_projection_dead_letters\{projection="job-dispatcher"\} [1-9]/.test(text) ? text : undefined;
+    }, 'the open dead letter of the job dispatcher in /metrics');
+    expect(metrics).toMatch(/hcp_projection_failures_total\{projection="job-dispatcher"\} [1-9]/);
+    expect(metrics).toMatch(/hcp_projection_lag_events\{projection="job-dispatcher"\} \d/);
   });
 
   it('refuses a malformed id, answers NOT_FOUND for an unknown one, and keeps the routes from tenants', async () => {

@@ -9,6 +9,12 @@ import { JobQueue, JobRepository, queuedJobOf } from '../../jobs';
  * job already (JobQueued, then its queue row: see JobAdmission); for a request whose handler died
  * before finishing that, the JobQueued event is ensured and the queue row inserted in the same
  * transaction as this projection's checkpoint. So an accepted request always becomes a job.
+ *
+ * The JobQueued append cannot join that transaction (the event store is not the read models' database
+ * in every deployment), so it is idempotent instead: its event id is the job id the request carries, on
+ * the job's own stream, and a batch that fails after it and is applied again appends nothing new (see
+ * job-dispatcher-retry.test.ts). A request whose data fails its schema never gets here: it is
+ * dead-lettered when decoded, and the store refuses a `job-undefined` stream anyway.
  */
 export class VmJobDispatcherProjection implements Projection {
   readonly name = 'job-dispatcher';

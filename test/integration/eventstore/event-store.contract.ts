@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  InvalidStreamIdError,
   WrongExpectedRevisionError,
   type ExpectedRevision,
   type EventStore,
@@ -234,6 +235,31 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
       expect(retriedMore).toEqual(originalMore);
       expect((await store.readStream(stream)).map((e) => e.id)).toEqual([...created, ...more].map((e) => e.id));
     });
+
+    it('makes a retried append of an event already stored by its id a no-op, whatever the expectation', async () => {
+      // What a process manager relies on: an effect appended again after its batch failed (its event id
+      // derived from the event it reacts to) lands once.
+      const stream = `${uniquePrefix()}job`;
+      const queued = newEvent();
+      const first = await store.append(stream, [queued], 'no_stream');
+      const againAny = await store.append(stream, [queued], 'any');
+      const againNoStream = await store.append(stream, [queued], 'no_stream');
+
+      expect(againAny).toEqual(first);
+      expect(againNoStream).toEqual(first);
+      expect((await store.readStream(stream)).map((e) => e.id)).toEqual([queued.id]);
+    });
+
+    it.each(['vm-undefined', 'job-null', 'job-', '', 'quota-undefined-x'])(
+      'refuses the stream id %j, built from a missing value, and writes nothing',
+      async (streamId) => {
+        const err = await rejection(store.append(streamId, [newEvent()], 'any'));
+
+        expect(err).toBeInstanceOf(InvalidStreamIdError);
+        expect(err).toMatchObject({ code: 'INTERNAL_ERROR', retryable: false });
+        expect(await store.readStream(streamId)).toEqual([]);
+      },
+    );
 
     it('reads all events after a position in global order, at most maxCount', async () => {
       const prefix = uniquePrefix();
