@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { CONSOLE_SESSION_EVENT_VERSIONS } from './console/console-session.events';
+import { ERROR_CODES } from './errors';
 import { EventSchemaViolation, UnknownEventSchema } from './events/event-schemas';
 import { createHcpEventSchemas } from './hcp-event-schemas';
 import { createHcpUpcasters } from './hcp-events';
@@ -6,7 +8,7 @@ import { JOB_EVENT_VERSIONS, jobEvent, JobQueued } from './job/job.events';
 import { OPS_EVENT_VERSIONS } from './ops/ops-resources';
 import { QUOTA_EVENT_VERSIONS } from './quota/quota.events';
 import { REFUSAL_EVENT_VERSIONS } from './refusal/refusal.events';
-import { REQUEST_EVENT_VERSIONS } from './security/request.events';
+import { receivedData, REQUEST_EVENT_VERSIONS, refusedData } from './security/request.events';
 import { SECURITY_EVENT_VERSIONS } from './security/security.events';
 import { VM_EVENT_VERSIONS, VmCreateRequested, vmEvent } from './vm/vm.events';
 
@@ -115,6 +117,75 @@ describe('HCP event schemas', () => {
     };
     expect(() => schemas.check(v1)).toThrow(EventSchemaViolation);
     expect(() => schemas.check(createHcpUpcasters().upcast(v1))).not.toThrow();
+  });
+});
+
+describe('HCP event schemas accept what the code writes, whatever the input', () => {
+  const schemas = createHcpEventSchemas();
+  const anyText = fc.string({ unit: 'binary', maxLength: 300 });
+
+  it('accepts every refusal the exception filter records, from any request', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          actor: fc.option(anyText),
+          action: anyText,
+          method: fc.oneof(fc.constantFrom('GET', 'POST', 'DELETE'), anyText),
+          path: anyText,
+          project_id: fc.option(anyText),
+          code: fc.constantFrom(...ERROR_CODES),
+          status: fc.integer({ min: 400, max: 599 }),
+        }),
+        (facts) => {
+          schemas.check({
+            type: 'RequestRefused',
+            version: REQUEST_EVENT_VERSIONS.RequestRefused,
+            data: refusedData(facts),
+          });
+        },
+      ),
+    );
+  });
+
+  it('accepts every received request the audit interceptor records, from any parameters', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          actor: anyText,
+          method: anyText,
+          route: anyText,
+          scope: fc.constantFrom('tenant' as const, 'ops' as const),
+          params: fc.dictionary(anyText, fc.oneof(anyText, fc.integer(), fc.constant(null))),
+        }),
+        (facts) => {
+          schemas.check({
+            type: 'RequestReceived',
+            version: REQUEST_EVENT_VERSIONS.RequestReceived,
+            data: receivedData(facts),
+          });
+        },
+      ),
+    );
+  });
+
+  it('accepts a create request with any free text in its names, labels, keys and user data', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          name: anyText.filter((t) => t.length > 0),
+          tags: fc.dictionary(anyText, anyText),
+          metadata: fc.dictionary(anyText, anyText),
+          ssh_keys: fc.array(anyText, { maxLength: 3 }),
+          user_data: fc.option(anyText, { nil: undefined }),
+          power_on: fc.boolean(),
+          vm_id: fc.uuid(),
+          job_id: fc.uuid(),
+        }),
+        (free) => {
+          schemas.check({ ...createRequested(), data: { ...createRequested().data, ...free } });
+        },
+      ),
+    );
   });
 });
 
