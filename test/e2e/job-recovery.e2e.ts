@@ -187,3 +187,78 @@ describe('job recovery by ops', () => {
     });
   });
 });
+
+/**
+ * SIGTERM with a job in flight: the worker gives it back (JobAttemptReleased, the attempt not counted)
+ * and another process takes it at once instead of waiting out the lease.
+ */
+describe('a worker stopped by SIGTERM with a job in flight', () => {
+  let db: TestDatabase;
+  const processes: HcpProcess[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+
+  afterAll(async () => {
+    for (const hcp of processes) {
+      await hcp.stop();
+      hcp.removeDataDir();
+    }
+    await db?.drop();
+  });
+
+  async function started(env: Record<string, string>): Promise<HcpProcess> {
+    const hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: { HCP_SIMULATOR_LATENCY_SCALE: '0.02', HCP_SHUTDOWN_GRACE_MS: '6000', ...env },
+    });
+    processes.push(hcp);
+    return hcp;
+  }
+
+  it('gives the job back on stop, and the next process finishes it with the same attempt', async () => {
+    // Stops hang at this provider until their call is aborted.
+    const first = await started({ HCP_SIMULATOR_FAULTS: 'stop=timeout', HCP_JOB_ATTEMPT_TIMEOUT_MS: '600000' });
+    const tenant = new ApiClient(first.baseUrl, first.token('tina', { term: 'admin' }));
+    const created = await tenant.post('/v1/projects/term/vms', {
+      name: 'term-1',
+      zone: 'local',
+      ...(await seededChoice(tenant)),
+    });
+    expect((await jobFinished(tenant, 'term', created.body.job_id)).status).toBe('succeeded');
+    const stop = await tenant.post(`/v1/projects/term/vms/${created.body.resource_id}/actions/stop`, { force: false });
+    const jobId: string = stop.body.job_id;
+    await eventually(async () => {
+      const job = (await tenant.get(`/v1/projects/term/jobs/${jobId}`)).body;
+      return job.status === 'running' ? job : undefined;
+    }, 'the stop running');
+
+    await first.stop();
+
+    const types = async () =>
+      (
+        await queryDatabase<{ type: string }>(
+          db.url,
+          'SELECT type FROM hcp_events WHERE stream_id = $1 ORDER BY revision',
+          [`job-${jobId}`],
+        )
+      ).map((e) => e.type);
+    expect(await types()).toEqual(['JobQueued', 'JobStarted', 'JobAttemptReleased']);
+    const [row] = await queryDatabase<{ status: string; lease_owner: string | null; due: boolean }>(
+      db.url,
+      'SELECT status, lease_owner, available_at <= now() AS due FROM job_queue WHERE job_id = $1',
+      [jobId],
+    );
+    expect(row).toEqual({ status: 'queued', lease_owner: null, due: true });
+
+    const second = await started({});
+    const job = await jobFinished(
+      new ApiClient(second.baseUrl, second.token('tina', { term: 'admin' })),
+      'term',
+      jobId,
+    );
+    expect(job).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(await types()).toEqual(['JobQueued', 'JobStarted', 'JobAttemptReleased', 'JobStarted', 'JobSucceeded']);
+  });
+});
