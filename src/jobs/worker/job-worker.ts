@@ -75,6 +75,11 @@ export class JobWorker {
           this.logger.warn(`leasing failed: ${(err as Error).message}`);
         }
       }
+      if (this.stopped) {
+        // Leased while the stop began: never started, so the rows go straight back.
+        await Promise.allSettled(leased.map((job) => this.queue.release(job.job_id, this.id)));
+        break;
+      }
       for (const job of leased) {
         const abort = new AbortController();
         const done = this.runJob(job, abort).finally(() => {
