@@ -79,6 +79,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ HCP_JWT_DEV_HS256_SECRET: 'short' })).toThrow(/at least 32/);
   });
 
+  it('refuses a shutdown drain delay that leaves no time of the grace period to stop in order', () => {
+    expect(loadConfig({}).shutdown).toEqual({ graceMs: 25_000, drainDelayMs: 0 });
+    expect(() => loadConfig({ HCP_SHUTDOWN_GRACE_MS: '5000', HCP_SHUTDOWN_DRAIN_DELAY_MS: '5000' })).toThrow(
+      /HCP_SHUTDOWN_DRAIN_DELAY_MS must be shorter than HCP_SHUTDOWN_GRACE_MS/,
+    );
+  });
+
   it('runs extra checks owned by other modules', () => {
     expect(() => loadConfig({}, [() => 'HCP_SIMULATOR_FAULTS: nope'])).toThrow(/nope/);
   });

@@ -398,6 +398,9 @@ export function loadConfig(
   // Behind the gateway the Host header is the client's to choose: URLs handed out must not come from it.
   if (config.auth.mode === 'jwks' && !config.console.publicUrl)
     problems.push('HCP_AUTH_MODE=jwks needs HCP_PUBLIC_URL (the base URL clients reach HCP at)');
+  // The grace period counts from the signal: a drain delay as long would leave no time to stop in order.
+  if (config.shutdown.drainDelayMs >= config.shutdown.graceMs)
+    problems.push('HCP_SHUTDOWN_DRAIN_DELAY_MS must be shorter than HCP_SHUTDOWN_GRACE_MS');
   if (config.auth.devHs256Secret && config.auth.mode !== 'dev')
     problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');
   if (config.auth.devHs256Secret && config.auth.devHs256Secret.length < 32)
