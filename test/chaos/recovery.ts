@@ -24,6 +24,11 @@ export class RecoveryClock {
     this.pending = undefined;
   }
 
+  /** A fault has ended and no request has been answered since. */
+  get waiting(): boolean {
+    return this.pending !== undefined;
+  }
+
   get longestMs(): number {
     return Math.max(0, ...this.recoveries.map((r) => r.ms));
   }

@@ -86,18 +86,27 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
       notes: [],
     };
     workload.start();
-    const probing = probe(fleet, `/v1/projects/${projects[0]}/vms?limit=1`, tenantToken, ctx.until, (at) =>
-      recovery.answered(at),
+    let probing = true;
+    const probed = probe(
+      fleet,
+      `/v1/projects/${projects[0]}/vms?limit=1`,
+      tenantToken,
+      () => probing,
+      (at) => recovery.answered(at),
     );
     await scenario.inject(ctx);
     await sleep(Math.max(0, ctx.until - Date.now()));
-    await probing;
     await workload.stop();
     // Whatever the injector left down comes back before the settle period: everything runs normally now.
     for (const slot of fleet.slots) {
       await slot.settled();
       if (!slot.running) await slot.start();
     }
+    // A fault that ended near the end of the stream still gets its recovery measured.
+    const probeDeadline = Date.now() + 60_000;
+    while (recovery.waiting && Date.now() < probeDeadline) await sleep(100);
+    probing = false;
+    await probed;
     log(`  stream over: ${workload.ledger.length} requests; settling`);
     const open = await settleJobs(reader, workload.ledger, options.long ? 180_000 : 90_000);
     recovery.close();
@@ -224,8 +233,8 @@ function makeReader(fleet: HcpFleet, tenantToken: string, opsToken: string): Rea
  * A client that only reads, four times a second through the backends in turn: the recovery clock stops
  * at its first 200 too, so recovery is measured even while every writer waits on a stuck key.
  */
-async function probe(fleet: HcpFleet, p: string, token: string, until: number, ok: (at: number) => void) {
-  for (let i = 0; Date.now() < until; i++) {
+async function probe(fleet: HcpFleet, p: string, token: string, going: () => boolean, ok: (at: number) => void) {
+  for (let i = 0; going(); i++) {
     const url = fleet.urls[i % fleet.urls.length];
     try {
       const res = await fetch(`${url}${p}`, {
