@@ -93,6 +93,8 @@ export class ProjectionRunner {
   /** The last event this runner applied without error: the control of rule 4 (kept across restarts). */
   private lastApplied: RecordedEvent | null = null;
   private consecutiveFailures = 0;
+  /** Set when the session holding this run's advisory lock ends. */
+  private lockLost: Error | null = null;
   private readonly unknownTypesLogged = new Set<string>();
   /** Rejects the waits of the loop (connection, lock, checkpoint) as soon as stop() is called. */
   private readonly stopping: Promise<never>;
@@ -151,8 +153,15 @@ export class ProjectionRunner {
           connection.state = 'failed';
         },
       );
+      let session: LockSession | undefined;
+      const onLost = (err?: Error) => this.loseLock(err);
+      this.lockLost = null;
       try {
-        await this.unlessStopped(connecting);
+        session = (await this.unlessStopped(connecting)) as LockSession | undefined;
+        // The lock lives as long as this session: a terminated session (a DBA, a failover) ends the run,
+        // instead of applying on while another instance takes the lock.
+        session?.on('error', onLost);
+        session?.on('end', onLost);
         const [{ locked }] = await this.unlessStopped(
           lock.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [`hcp-projection:${this.projection.name}`]),
         );
@@ -169,6 +178,8 @@ export class ProjectionRunner {
           );
         }
       } finally {
+        session?.removeListener('error', onLost);
+        session?.removeListener('end', onLost);
         this.active = false;
         await this.subscription?.stop().catch(() => undefined);
         this.subscription = null;
@@ -207,6 +218,13 @@ export class ProjectionRunner {
     return Promise.race([promise, this.stopping]);
   }
 
+  private loseLock(err?: Error): void {
+    this.lockLost = new Error(
+      `the session holding the advisory lock ended: connection lost${err ? ` (${errorText(err)})` : ''}`,
+    );
+    this.failRun?.(this.lockLost);
+  }
+
   /** Counts a failure once (a batch failure may also end the run), for the backoff and the metric. */
   private recordFailure(err: unknown): void {
     if (err instanceof RunnerStoppedError) return;
@@ -228,6 +246,10 @@ export class ProjectionRunner {
       // stop() may have come while the checkpoint was read: its failRun found nothing to end then.
       if (this.stopped) {
         reject(new RunnerStoppedError());
+        return;
+      }
+      if (this.lockLost) {
+        reject(this.lockLost);
         return;
       }
       this.subscription = this.store.subscribeToAll((event) => this.onEvent(event), {
@@ -426,6 +448,12 @@ class RunnerStoppedError extends Error {
     super('stopping');
     this.name = 'RunnerStoppedError';
   }
+}
+
+/** The pg client behind the lock's query runner: what tells that the session ended. */
+interface LockSession {
+  on(event: 'error' | 'end', listener: (err?: Error) => void): unknown;
+  removeListener(event: 'error' | 'end', listener: (err?: Error) => void): unknown;
 }
 
 /** Failures already counted: one failure may pass through a batch, a lone try and the run's end. */

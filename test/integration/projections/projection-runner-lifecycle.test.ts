@@ -220,7 +220,22 @@ describe('projection runner: stopping, restarts and poison events (real PostgreS
     runner.start();
     const vm = await appendCreate(projection.prefix);
 
-    await eventually(async () => (projection.seen.includes(vm) ? true : undefined), 'the create to apply');
+    // Seen inside the transaction: the checkpoint moving past the event is what says it applied.
+    const [appended] = await store.readStream(`vm-${vm}`);
+    const applied = appended.position;
+    await eventually(
+      async () =>
+        (
+          await ds.query(`SELECT 1 FROM projection_checkpoints WHERE name = $1 AND position >= $2`, [
+            projection.name,
+            applied.toString(),
+          ])
+        ).length === 1
+          ? true
+          : undefined,
+      'the create to apply',
+    );
+    expect(projection.seen).toEqual([vm]);
     expect(failures).toHaveLength(4);
     expect(runner.status().consecutiveFailures).toBe(0);
     expect(await ds.query(`SELECT 1 FROM projection_dead_letters WHERE projection = $1`, [projection.name])).toEqual(
@@ -247,6 +262,35 @@ describe('projection runner: stopping, restarts and poison events (real PostgreS
     );
     const second = await eventually(() => appendCreate(projection.prefix).catch(() => undefined), 'an append');
     await eventually(async () => (projection.seen.includes(second) ? true : undefined), 'the create after the outage');
+    expect(projection.seen.filter((id) => id === first)).toHaveLength(1);
+  });
+
+  it('restarts when the session holding its lock is terminated, and applies what comes next', async () => {
+    const projection = new CreatedVms(prefix());
+    const failures: unknown[] = [];
+    const runner = new ProjectionRunner(ds, store, codec, projection, {
+      batchSize: 10,
+      retryMs: 10,
+      maxRetryMs: 100,
+      onFailure: (err) => failures.push(err),
+    });
+    runners.push(runner);
+    runner.start();
+    const first = await appendCreate(projection.prefix);
+    await eventually(async () => (projection.seen.includes(first) ? true : undefined), 'the first create');
+
+    const dba = await session();
+    const terminated = await dba.query(
+      `SELECT pg_terminate_backend(l.pid) AS done FROM pg_locks l
+       WHERE l.locktype = 'advisory' AND l.granted AND l.objid = (hashtext($1)::bigint & 4294967295)::oid`,
+      [lockKey(projection.name)],
+    );
+    expect(terminated.rows).toEqual([{ done: true }]);
+    await eventually(async () => (failures.length > 0 ? true : undefined), 'the run to end');
+    expect(String(failures[0])).toContain('the session holding the advisory lock ended');
+
+    const second = await appendCreate(projection.prefix);
+    await eventually(async () => (projection.seen.includes(second) ? true : undefined), 'the create after it');
     expect(projection.seen.filter((id) => id === first)).toHaveLength(1);
   });
 
