@@ -16,7 +16,7 @@ export class HcpMetrics {
 
   readonly jobsFinished = new Counter({
     name: 'hcp_jobs_finished_total',
-    help: 'Jobs finished, by type, provider type and outcome (succeeded or the taxonomy code)',
+    help: 'Jobs finished, each once: by type, provider type (none when it ended without a provider call: settled, out of attempts, past its deadline, marked failed by ops) and outcome (succeeded or the taxonomy code)',
     labelNames: ['type', 'provider', 'outcome'] as const,
   });
 
