@@ -1,12 +1,15 @@
 import { startEmbeddedPostgres } from '@hcp/local-postgres';
 import { HcpConfig } from '../config/hcp-config';
 
-/**
- * The database HCP itself would use: DATABASE_URL, or else the embedded PostgreSQL of HCP_DATA_DIR,
- * started (or taken over from a running HCP) and left running for HCP to take over in turn.
- */
-export async function databaseUrlOf(config: HcpConfig): Promise<string> {
-  if (config.databaseUrl) return config.databaseUrl;
+export interface CliDatabase {
+  url: string;
+  /** Stops the embedded server if this command started it; one HCP runs on is left to it. */
+  close(): Promise<void>;
+}
+
+/** The database HCP itself would use: DATABASE_URL, or else the embedded PostgreSQL of HCP_DATA_DIR. */
+export async function openCliDatabase(config: HcpConfig): Promise<CliDatabase> {
+  if (config.databaseUrl) return { url: config.databaseUrl, close: async () => undefined };
   const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPostgresPort });
-  return embedded.connectionString;
+  return { url: embedded.connectionString, close: () => (embedded.reused ? Promise.resolve() : embedded.stop()) };
 }

@@ -18,7 +18,7 @@ import { loadSecretsFromEnv } from '@hcp/secrets';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
 import { ProviderCredentialsStore } from '../ops';
 import { createDataSource } from '../platform/persistence/data-source';
-import { databaseUrlOf } from './database';
+import { openCliDatabase } from './database';
 import { runMigrateCommand } from './migrate-command';
 
 const USAGE =
@@ -45,12 +45,13 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function rotateSecrets(config: HcpConfig): Promise<number> {
-  const db = createDataSource(await databaseUrlOf(config), {
+  const database = await openCliDatabase(config);
+  const db = createDataSource(database.url, {
     poolSize: 2,
     applicationName: 'hcp-cli',
   });
-  await db.initialize();
   try {
+    await db.initialize();
     const secrets = loadSecretsFromEnv(
       process.env,
       config.databaseUrl && config.auth.mode !== 'dev' ? {} : { generatedKeyringDir: config.dataDir },
@@ -59,7 +60,8 @@ async function rotateSecrets(config: HcpConfig): Promise<number> {
     process.stdout.write(`${JSON.stringify({ ...result, kek: secrets.summary })}\n`);
     return result.failed.length === 0 ? 0 : 1;
   } finally {
-    await db.destroy();
+    if (db.isInitialized) await db.destroy();
+    await database.close();
   }
 }
 
@@ -85,7 +87,8 @@ async function rebuild(config: HcpConfig, name: string): Promise<number> {
 
 /** The event store and the read-model database, as HCP itself would open them (embedded when unset). */
 async function openStores(config: HcpConfig) {
-  const url = await databaseUrlOf(config);
+  const database = await openCliDatabase(config);
+  const url = database.url;
   const pool = new Pool({ connectionString: url, max: 4 });
   const store: EventStore = config.eventStoreConnectionString
     ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
@@ -99,6 +102,7 @@ async function openStores(config: HcpConfig) {
       await store.close();
       await db.destroy();
       await pool.end();
+      await database.close();
     },
   };
 }

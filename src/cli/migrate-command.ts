@@ -4,7 +4,7 @@ import { HcpConfig } from '../config/hcp-config';
 import { createDataSource } from '../platform/persistence/data-source';
 import { MigrateDownResult, migrateDown, migrateUp } from '../platform/persistence/schema-changes';
 import { resolveVersion, SchemaVersions, schemaVersions } from '../platform/persistence/schema-versions';
-import { databaseUrlOf } from './database';
+import { openCliDatabase } from './database';
 
 export const MIGRATE_USAGE = `usage: npm run hcp -- migrate status [--output json]
        npm run hcp -- migrate up [--to <version>] [--output json]
@@ -42,9 +42,10 @@ export async function runMigrateCommand(config: HcpConfig, argv: string[]): Prom
   if (command === 'up' && to === 0) return usage('up --to 0 applies nothing; did you mean down --to 0?');
   if (command === 'status' && values.to !== undefined) return usage('status takes no --to');
 
-  const db = createDataSource(await databaseUrlOf(config), { poolSize: 2, applicationName: 'hcp-migrate' });
-  await db.initialize();
+  const database = await openCliDatabase(config);
+  const db = createDataSource(database.url, { poolSize: 2, applicationName: 'hcp-migrate' });
   try {
+    await db.initialize();
     if (command === 'up') {
       const applied = await migrateUp(db, to);
       return await report(
@@ -62,7 +63,8 @@ export async function runMigrateCommand(config: HcpConfig, argv: string[]): Prom
     }
     return await report(output, {}, '', db);
   } finally {
-    await db.destroy();
+    if (db.isInitialized) await db.destroy();
+    await database.close();
   }
 }
 

@@ -38,6 +38,8 @@ export interface EmbeddedPostgres {
   readonly connectionString: string;
   /** The loopback port the server listens on. */
   readonly port: number;
+  /** Whether this start reused a server already running on the cluster (left by, or shared with, another process). */
+  readonly reused: boolean;
   /** Times the supervisor restarted a server that died (always 0 without `supervise`). */
   readonly restarts: number;
   /**
@@ -74,6 +76,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   if (!clusterExists) await initCluster(ctx);
 
   let pid = await takeOverLeftover(ctx);
+  const reused = pid !== undefined;
   if (pid === undefined) {
     pid = options.port === undefined ? await launchOnFreePort(ctx) : await launch(ctx);
   }
@@ -90,6 +93,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   return {
     connectionString: connectionString(ctx, DB_NAME),
     port: ctx.port,
+    reused,
     get restarts() {
       return supervisor?.restarts ?? 0;
     },
