@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { CrashRecord } from './hcp-fleet';
 import type { Verdict } from './verify';
+import type { LedgerEntry } from './workload';
 
 export interface ScenarioResult {
   id: string;
@@ -15,6 +16,8 @@ export interface ScenarioResult {
   longestRecoveryMs: number;
   shutdowns: Array<number | null>;
   notes: string[];
+  /** Every operation the clients sent, with every answer: the evidence behind the counts. */
+  ledger: LedgerEntry[];
 }
 
 export const RESULTS_DIR = path.join(__dirname, 'results');
@@ -63,6 +66,7 @@ export function printReport(results: ScenarioResult[]): void {
     ['5xx seen', (r) => fiveHundreds(r)],
     ['recovery s', (r) => (r.longestRecoveryMs / 1000).toFixed(1)],
     ['wait 202 s', (r) => (r.verdict.longestAcceptMs / 1000).toFixed(1)],
+    ['held keys', (r) => r.verdict.keysHeldInProgress],
     ['sigterm s', (r) => longestShutdown(r)],
     ['verdict', (r) => (passed(r) ? 'PASS' : 'FAIL')],
   ];

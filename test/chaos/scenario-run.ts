@@ -129,6 +129,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
       longestRecoveryMs: recovery.longestMs,
       shutdowns: ctx.shutdowns,
       notes: ctx.notes,
+      ledger: workload.ledger,
     };
   } finally {
     await fleet.close();

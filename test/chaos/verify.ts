@@ -31,6 +31,8 @@ export interface Verdict {
   vmsInTransition: number;
   /** The longest time from a key's first send to its 202: how long a retrying client waited. */
   longestAcceptMs: number;
+  /** Accepted keys that were answered 409 "still in progress" first (their first request died). */
+  keysHeldInProgress: number;
   details: string[];
 }
 
@@ -76,6 +78,7 @@ export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms:
     powerStateDrift: 0,
     vmsInTransition: 0,
     longestAcceptMs: 0,
+    keysHeldInProgress: 0,
     details,
   };
   const ledgerJobs = new Set<string>();
@@ -98,6 +101,13 @@ export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms:
       continue;
     }
     v.accepted++;
+    if (entry.answers.includes('409-in-progress')) {
+      v.keysHeldInProgress++;
+      const waited = ((entry.acceptedAt ?? entry.sentAt) - entry.sentAt) / 1000;
+      details.push(
+        `key ${entry.key} (${entry.kind}) answered "still in progress" for ${waited.toFixed(1)} s before its 202 (answers ${entry.answers.join(',')})`,
+      );
+    }
     v.longestAcceptMs = Math.max(v.longestAcceptMs, (entry.acceptedAt ?? entry.sentAt) - entry.sentAt);
     if (entry.jobIds.length > 1) {
       v.duplicatedJobs += entry.jobIds.length - 1;
