@@ -17,6 +17,7 @@ import { jobReadModelProjection } from '../../../projections/job-read-model/job-
 import { JobRepository } from '../../../src/jobs/job.repository';
 import { JobAdmission } from '../../../src/jobs/queue/job-admission';
 import { JobQueue } from '../../../src/jobs/queue/job-queue';
+import { JobRecovery } from '../../../src/jobs/recovery/job-recovery';
 import { JobDeadlineSweep } from '../../../src/jobs/worker/job-deadline-sweep';
 import { JOB_WORKER_ACTOR } from '../../../src/jobs/worker/job-executor';
 import { JobExecutors } from '../../../src/jobs/worker/job-executors';
@@ -46,7 +47,7 @@ const hangsUntilAborted = () => (_job: JobState, attempt: { signal: AbortSignal 
     else attempt.signal.addEventListener('abort', fail, { once: true });
   });
 
-describe('jobs given back on stop, and jobs past their deadline (real PostgreSQL)', () => {
+describe('jobs given back on stop, jobs past their deadline, jobs recovered by ops (real PostgreSQL)', () => {
   let database: MigratedDatabase;
   let ds: DataSource;
   let pool: Pool;
@@ -56,6 +57,7 @@ describe('jobs given back on stop, and jobs past their deadline (real PostgreSQL
   let queue: JobQueue;
   let executor: ScriptedJobExecutor;
   let runner: JobRunner;
+  let recovery: JobRecovery;
   const metrics = new HcpMetrics();
 
   beforeAll(async () => {
@@ -75,6 +77,7 @@ describe('jobs given back on stop, and jobs past their deadline (real PostgreSQL
     const executors = new JobExecutors();
     executors.register('vm', executor);
     runner = new JobRunner(jobs, executors, metrics);
+    recovery = new JobRecovery(jobs, queue, executors, metrics, { jobs: { leaseMs: 30_000 } as never });
   });
 
   afterAll(async () => {
@@ -247,6 +250,84 @@ describe('jobs given back on stop, and jobs past their deadline (real PostgreSQL
       expect(await rows([held])).toEqual([expect.objectContaining({ status: 'leased', lease_owner: 'worker-live' })]);
       expect(await rows([ahead])).toEqual([expect.objectContaining({ status: 'queued', lease_owner: null })]);
       expect(executor.calls).toEqual([]);
+    });
+  });
+
+  describe('ops recovery', () => {
+    const OPS = eventContext('ops:olga', 'trace-ops');
+    const holdAs = async (id: string, owner: string, expires: string) => {
+      await ds.query(
+        `UPDATE job_queue SET status = 'leased', lease_owner = $2, lease_expires_at = now() + $3::interval WHERE job_id = $1`,
+        [id, owner, expires],
+      );
+      await appendAs(id, { type: 'start', worker: owner });
+    };
+
+    it('refuses with CONFLICT while a live worker holds the job, and leaves the row to it', async () => {
+      const id = await admitted();
+      await holdAs(id, 'worker-live', '30 seconds');
+
+      await expect(recovery.recover(id, 'mark-failed', 'stuck?', OPS)).rejects.toMatchObject({ code: 'CONFLICT' });
+
+      expect((await history(id)).map((e) => e.type)).toEqual(['JobQueued', 'JobStarted']);
+      expect(await rows([id])).toEqual([expect.objectContaining({ status: 'leased', lease_owner: 'worker-live' })]);
+      expect(executor.calls).toEqual([]);
+    });
+
+    it('retries a running job whose holder died: released from it, due now, a fresh budget', async () => {
+      const id = await admitted();
+      await holdAs(id, 'worker-dead', '-1 second');
+
+      const view = await recovery.recover(id, 'retry', 'worker host lost', OPS);
+
+      expect(view).toMatchObject({ id, status: 'queued', attempts: 0 });
+      expect((await history(id)).at(-1)).toMatchObject({
+        type: 'JobRecovered',
+        data: { action: 'retry', reason: 'worker host lost', previous_status: 'running' },
+      });
+      const [recovered] = await store.readStream(jobStreamId(id), { fromRevision: 2n });
+      expect(codec.decode(recovered!).context).toMatchObject({ actor: 'ops:olga', trace_id: 'trace-ops' });
+      expect(await rows([id])).toEqual([expect.objectContaining({ status: 'queued', lease_owner: null, due: true })]);
+    });
+
+    it('marks a waiting job failed: the resource records the failure, the row is done, the job counted once', async () => {
+      const id = await admitted();
+
+      const view = await recovery.recover(id, 'mark-failed', 'VM removed by hand', OPS);
+
+      expect(view).toMatchObject({
+        status: 'failed',
+        error: { code: 'INTERNAL_ERROR', message: 'marked failed by ops: VM removed by hand' },
+      });
+      expect(executor.calls).toEqual([
+        expect.objectContaining({ call: 'recordFailure', error: expect.objectContaining({ code: 'INTERNAL_ERROR' }) }),
+      ]);
+      expect(await rows([id])).toEqual([expect.objectContaining({ status: 'done', lease_owner: null })]);
+      expect((await metrics.jobsFinished.get()).values).toEqual([
+        { value: 1, labels: { type: 'vm.stop', provider: 'none', outcome: 'INTERNAL_ERROR' } },
+      ]);
+    });
+
+    it('leaves a failed job and its row as they were when its resource cannot take the operation again', async () => {
+      const id = await admitted();
+      await recovery.recover(id, 'mark-failed', 'first', OPS);
+      executor.reopenRefusal = new HcpError('CONFLICT', 'the VM of this job is gone');
+
+      await expect(recovery.recover(id, 'retry', 'again', OPS)).rejects.toMatchObject({ code: 'CONFLICT' });
+
+      expect((await jobs.load(id)).state).toMatchObject({ status: 'failed' });
+      expect(await rows([id])).toEqual([expect.objectContaining({ status: 'done', lease_owner: null })]);
+    });
+
+    it('re-queues a failed job its resource takes again', async () => {
+      const id = await admitted();
+      await recovery.recover(id, 'mark-failed', 'first', OPS);
+
+      const view = await recovery.recover(id, 'retry', 'provider fixed', OPS);
+
+      expect(view).toMatchObject({ status: 'queued', attempts: 0, finished_at: null });
+      expect(executor.callNames()).toEqual(['recordFailure', 'reopen']);
+      expect(await rows([id])).toEqual([expect.objectContaining({ status: 'queued', due: true })]);
     });
   });
 });
