@@ -35,7 +35,7 @@ describe('graceful shutdown', () => {
 
   it('drains on SIGTERM: readiness says draining, a keep-alive client gets 503 with Connection: close, the process exits 0 and its jobs finish later', async () => {
     // The drain delay keeps the listener open a while after SIGTERM, as for a load balancer.
-    const hcp = await start({ HCP_SHUTDOWN_DRAIN_DELAY_MS: '5000', HCP_SHUTDOWN_GRACE_MS: '25000' });
+    const hcp = await start({ HCP_SHUTDOWN_DRAIN_DELAY_MS: '3000', HCP_SHUTDOWN_GRACE_MS: '12000' });
     const token = hcp.token('dora', { drain: 'admin' });
     const api = new ApiClient(hcp.baseUrl, token);
     const choice = await seededChoice(api);
