@@ -113,6 +113,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     const verdict = await verify(reader, workload.ledger, await sim.vms());
     if (open.length > 0) verdict.details.push(`${open.length} job(s) still open after the settle period`);
     if (scenario.id === 'poison-event') await inspectPoison(ctx, reader, verdict.details);
+    for (const slot of fleet.slots) ctx.notes.push(...(await metricNotes(slot.baseUrl, slot.index)));
     for (const slot of fleet.slots) {
       const ms = await slot.terminate(90_000);
       ctx.shutdowns.push(ms ?? null);
@@ -228,6 +229,26 @@ function makeReader(fleet: HcpFleet, tenantToken: string, opsToken: string): Rea
       throw new Error(`GET ${p} kept failing: ${last}`);
     },
   };
+}
+
+const WATCHED_METRICS = [
+  'hcp_unhandled_errors_total',
+  'hcp_unavailable_answers_total',
+  'hcp_projection_dead_letters{',
+  'hcp_projection_failures_total',
+];
+
+/** What HCP says about itself at the end (survived errors, 503s, dead letters), non-zero series only. */
+async function metricNotes(baseUrl: string, index: number): Promise<string[]> {
+  try {
+    const text = await (await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+    return text
+      .split('\n')
+      .filter((l) => WATCHED_METRICS.some((m) => l.startsWith(m)) && !/ 0$/.test(l))
+      .map((l) => `HCP ${index} metric (since its last start): ${l}`);
+  } catch (error) {
+    return [`HCP ${index} /metrics unreadable: ${String(error)}`];
+  }
 }
 
 /**
