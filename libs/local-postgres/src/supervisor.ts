@@ -1,8 +1,8 @@
 import { Context } from './context';
 import { takeOverLeftover } from './leftover';
-import { identify } from './process-identity';
+import { identify, readPidFile } from './process-identity';
 import { launch } from './server-process';
-import { errorText } from './support';
+import { errorText, POLL_MS } from './support';
 
 /** How often the server's pid is checked; a check reads three small /proc files. */
 const WATCH_INTERVAL_MS = 1000;
@@ -11,6 +11,8 @@ const FIRST_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 30_000;
 /** A server up this long after a restart counts as recovered: its next death is restarted at once. */
 const STABLE_AFTER_MS = 60_000;
+/** As long as our own launch waits for a server in crash recovery. */
+const OTHER_RESTART_TIMEOUT_MS = 120_000;
 
 /**
  * Keeps the server of one data folder running: when its postmaster dies (killed, crashed, OOM), not
@@ -64,7 +66,7 @@ export class ServerSupervisor {
         if (this.stopped) return;
         backoff = Math.min(Math.max(backoff * 2, FIRST_BACKOFF_MS), MAX_BACKOFF_MS);
         try {
-          this.pid = (await takeOverLeftover(this.ctx)) ?? (await launch(this.ctx));
+          this.pid = await this.restart();
           this.restartCount++;
           upSince = Date.now();
           this.ctx.logger.warn(
@@ -78,6 +80,23 @@ export class ServerSupervisor {
         }
       }
     }
+  }
+
+  /**
+   * Another process on this data folder (a second HCP) may be restarting the same server: wait for its
+   * server to be ready and take it over, rather than shut down a server still in crash recovery.
+   */
+  private async restart(): Promise<number> {
+    const deadline = Date.now() + OTHER_RESTART_TIMEOUT_MS;
+    for (;;) {
+      const info = await readPidFile(this.ctx.pgdata);
+      const other = info?.pid !== undefined && info.pid !== this.pid ? info.pid : undefined;
+      const starting =
+        other !== undefined && info?.status !== 'ready' && (await identify(other, this.ctx.pgdata)) === 'ours';
+      if (!starting || this.stopped || Date.now() > deadline) break;
+      await this.pause(POLL_MS);
+    }
+    return (await takeOverLeftover(this.ctx)) ?? (await launch(this.ctx));
   }
 
   /** A sleep that stop() cuts short, and that never keeps the process alive on its own. */

@@ -81,6 +81,29 @@ describe('a supervised embedded PostgreSQL', () => {
     }
   });
 
+  it('lets two processes supervising one data folder agree on one restarted server', async () => {
+    const dataDir = await tempDataDir();
+    const port = await freePort();
+    const first = await start(dataDir, port, recorder(), { supervise: true });
+    const second = await start(dataDir, port, recorder(), { supervise: true });
+    expect(second.reused).toBe(true);
+    const pool = poolOn(first.connectionString);
+    try {
+      const killed = (await postmasterPid(dataDir))!;
+      process.kill(killed, 'SIGKILL');
+      await waitFor(async () => first.restarts >= 1 && second.restarts >= 1, 60_000);
+      await waitFor(() => answers(pool), 60_000);
+      const restarted = await postmasterPid(dataDir);
+
+      // Two checks later neither supervisor has taken the other's server for dead.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(await postmasterPid(dataDir)).toBe(restarted);
+      expect([first.restarts, second.restarts]).toEqual([1, 1]);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('stays stopped once stopped', async () => {
     const dataDir = await tempDataDir();
     const server = await start(dataDir, await freePort(), recorder(), { supervise: true });
