@@ -24,6 +24,11 @@ export class ChaosPostgres {
     if (this.pid !== undefined) trackPid(this.pid);
   }
 
+  /** Starts it again if a scenario that kills it ended early. */
+  async ensureRunning(): Promise<void> {
+    if (!this.server) await this.start();
+  }
+
   /** postgres://hcp:<password>@127.0.0.1:<port>/<database> */
   url(database = 'hcp'): string {
     if (!this.server) throw new Error('chaos postgres is not started');

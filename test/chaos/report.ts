@@ -9,6 +9,8 @@ export interface ScenarioResult {
   title: string;
   instances: number;
   seconds: number;
+  /** Set when the suite itself could not run the scenario to its end. */
+  error?: string;
   verdict: Verdict;
   crashes: CrashRecord[];
   startFailures: string[];
@@ -38,7 +40,7 @@ export function writeReport(results: ScenarioResult[], run: { startedAt: Date; m
 }
 
 export function passed(r: ScenarioResult): boolean {
-  return r.verdict.lost === 0 && duplicated(r) === 0 && r.crashes.length === 0;
+  return !r.error && r.verdict.lost === 0 && duplicated(r) === 0 && r.crashes.length === 0;
 }
 
 function duplicated(r: ScenarioResult): number {
@@ -68,7 +70,7 @@ export function printReport(results: ScenarioResult[]): void {
     ['wait 202 s', (r) => (r.verdict.longestAcceptMs / 1000).toFixed(1)],
     ['held keys', (r) => r.verdict.keysHeldInProgress],
     ['sigterm s', (r) => longestShutdown(r)],
-    ['verdict', (r) => (passed(r) ? 'PASS' : 'FAIL')],
+    ['verdict', (r) => (r.error ? 'ERROR' : passed(r) ? 'PASS' : 'FAIL')],
   ];
   const rows = [columns.map(([h]) => h), ...results.map((r) => columns.map(([, f]) => String(f(r))))];
   const widths = columns.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
@@ -76,6 +78,7 @@ export function printReport(results: ScenarioResult[]): void {
   const out: string[] = ['', line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)];
   for (const r of results) {
     out.push('', `${r.id}: ${r.title} (${r.instances} HCP process(es))`);
+    if (r.error) out.push(`  SUITE ERROR: ${r.error.split('\n').slice(0, 3).join(' | ')}`);
     out.push(`  answers: ${fmt(r.verdict.answersByStatus)}`);
     if (sum(r.verdict.refusedByCode) > 0) out.push(`  refused by code: ${fmt(r.verdict.refusedByCode)}`);
     if (r.verdict.jobsFailed > 0) out.push(`  failed jobs by code: ${fmt(r.verdict.failedByCode)}`);

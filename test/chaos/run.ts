@@ -6,7 +6,8 @@
  *
  *   node scripts/ts-run.js test/chaos/run.ts [--short] [--only <scenario,...>] [--ts-node]
  *
- * Exits 1 when anything was lost or duplicated or an HCP process crashed; 2 when the suite itself failed.
+ * Exits 1 when anything was lost or duplicated or an HCP process crashed; 2 when the suite could not run a
+ * scenario to its end (the others still run) or could not run at all.
  */
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,8 +54,8 @@ async function main(): Promise<number> {
   const file = writeReport(results, { startedAt, mode: short ? 'short' : 'long' });
   printReport(results);
   log(`report written to ${file}`);
-  const failed = results.some((r) => !passed(r));
-  return failed ? 1 : 0;
+  if (results.some((r) => r.error)) return 2;
+  return results.some((r) => !passed(r)) ? 1 : 0;
 }
 
 function log(message: string): void {

@@ -6,7 +6,7 @@ import { ProxmoxSimProcess } from './proxmox-sim-process';
 import { RecoveryClock } from './recovery';
 import { RESULTS_DIR, RUN_STAMP, type ScenarioResult } from './report';
 import type { ChaosContext, Scenario } from './scenarios';
-import { type Reader, settleJobs, verify } from './verify';
+import { emptyVerdict, type Reader, settleJobs, verify } from './verify';
 import { type CatalogChoice, Workload } from './workload';
 
 export interface RunOptions {
@@ -32,6 +32,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
   const { postgres, log } = options;
   const dir = path.join(options.root, scenario.id);
   mkdirSync(dir, { recursive: true });
+  await postgres.ensureRunning();
   const database = `chaos_${options.index}_${scenario.id.replace(/-/g, '_')}`;
   const databaseUrl = await postgres.createDatabase(database);
   const crashes: CrashRecord[] = [];
@@ -131,6 +132,25 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
       shutdowns: ctx.shutdowns,
       notes: ctx.notes,
       ledger: workload.ledger,
+    };
+  } catch (error) {
+    // The suite could not finish this scenario (HCP would not start, a registration was refused): report
+    // it as such, with whatever crashed meanwhile, and go on with the next one.
+    log(`  scenario ${scenario.id} could not run to its end: ${String(error)}`);
+    return {
+      id: scenario.id,
+      title: scenario.title,
+      instances: scenario.instances,
+      seconds: Math.round((Date.now() - started) / 1000),
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      verdict: emptyVerdict(),
+      crashes,
+      startFailures,
+      recoveries: [],
+      longestRecoveryMs: 0,
+      shutdowns: [],
+      notes: [],
+      ledger: [],
     };
   } finally {
     await fleet.close();

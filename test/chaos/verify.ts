@@ -55,10 +55,9 @@ export async function settleJobs(reader: Reader, ledger: LedgerEntry[], timeoutM
   return open.map((e) => e.jobIds[0] as string);
 }
 
-export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms: SimVm[]): Promise<Verdict> {
-  const details: string[] = [];
-  const v: Verdict = {
-    requests: ledger.length,
+export function emptyVerdict(requests = 0): Verdict {
+  return {
+    requests,
     accepted: 0,
     refusedByCode: {},
     gaveUp: 0,
@@ -70,7 +69,7 @@ export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms:
     lost: 0,
     duplicatedJobs: 0,
     jobsNotInLedger: 0,
-    vmsAtProvider: providerVms.length,
+    vmsAtProvider: 0,
     vmsInHcp: 0,
     providerDuplicated: 0,
     orphanedAtProvider: 0,
@@ -79,8 +78,14 @@ export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms:
     vmsInTransition: 0,
     longestAcceptMs: 0,
     keysHeldInProgress: 0,
-    details,
+    details: [],
   };
+}
+
+export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms: SimVm[]): Promise<Verdict> {
+  const v = emptyVerdict(ledger.length);
+  const details = v.details;
+  v.vmsAtProvider = providerVms.length;
   const ledgerJobs = new Set<string>();
   for (const entry of ledger) {
     for (const a of entry.answers) v.answersByStatus[a] = (v.answersByStatus[a] ?? 0) + 1;
