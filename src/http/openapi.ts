@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ValidationTypes } from 'class-validator';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 
 /** Publishes the API as OpenAPI 3 at /openapi.json with browsable docs at /docs (no token needed). */
@@ -16,7 +17,12 @@ export function publishOpenApi(app: INestApplication): void {
   const document = SwaggerModule.createDocument(app, config);
   // Body and query DTOs are described once, by their class-validator rules; Swagger's references to them
   // (by class name) then resolve to the very rules the validation pipe enforces.
-  const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' });
+  const schemas = validationMetadatasToSchemas({
+    refPointerPrefix: '#/components/schemas/',
+    // A custom check (ssh keys, ...) has no JSON Schema form; the library's default would point at the
+    // property's design type (`Array`), a schema that does not exist. The other decorators describe it.
+    additionalConverters: { [ValidationTypes.CUSTOM_VALIDATION]: () => ({}) },
+  });
   // Free-form objects (tags, metadata, settings) are typed `Record`, which reflects as `Object`.
   schemas.Object = { type: 'object', additionalProperties: true };
   document.components = {
