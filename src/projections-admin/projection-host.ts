@@ -130,7 +130,6 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
       const { name } = runner.status();
       const open = rows.find((r) => r.projection === name)?.open ?? 0;
       this.metrics.projectionDeadLettersOpen.set({ projection: name }, open);
-      this.metrics.projectionDeadLettersGauge.set({ projection: name }, open);
     }
   }
 

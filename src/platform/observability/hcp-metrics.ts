@@ -53,12 +53,6 @@ export class HcpMetrics {
     labelNames: ['projection'] as const,
   });
   readonly projectionDeadLettersOpen = new Gauge({
-    name: 'hcp_projection_dead_letters_open',
-    help: 'Dead letters still open (neither resolved by a retry nor skipped), per projection',
-    labelNames: ['projection'] as const,
-  });
-  /** The same number as hcp_projection_dead_letters_open, under the name issue #14 gives it. */
-  readonly projectionDeadLettersGauge = new Gauge({
     name: 'hcp_projection_dead_letters',
     help: 'Open dead letters (neither resolved nor skipped), per projection',
     labelNames: ['projection'] as const,
