@@ -27,21 +27,24 @@ export type HcpEvent =
   | RefusalEvent
   | ConsoleSessionEvent;
 
+/** The current version of every HCP event type. */
+export const HCP_EVENT_VERSIONS: Readonly<Record<string, number>> = {
+  ...VM_EVENT_VERSIONS,
+  ...JOB_EVENT_VERSIONS,
+  ...SECURITY_EVENT_VERSIONS,
+  ...OPS_EVENT_VERSIONS,
+  ...QUOTA_EVENT_VERSIONS,
+  ...REQUEST_EVENT_VERSIONS,
+  ...REFUSAL_EVENT_VERSIONS,
+  ...CONSOLE_SESSION_EVENT_VERSIONS,
+};
+
 /**
  * The upcasters of every HCP event type. A change of shape registers its step here, e.g.
  * `.register('VmStarted', 1, (d) => ({ ...d, new_field: null }))`.
  */
 export function createHcpUpcasters(): UpcasterRegistry {
-  const registry = new UpcasterRegistry({
-    ...VM_EVENT_VERSIONS,
-    ...JOB_EVENT_VERSIONS,
-    ...SECURITY_EVENT_VERSIONS,
-    ...OPS_EVENT_VERSIONS,
-    ...QUOTA_EVENT_VERSIONS,
-    ...REQUEST_EVENT_VERSIONS,
-    ...REFUSAL_EVENT_VERSIONS,
-    ...CONSOLE_SESSION_EVENT_VERSIONS,
-  })
+  const registry = new UpcasterRegistry(HCP_EVENT_VERSIONS)
     .register('RequestReceived', 1, upcastRequestReceivedV1)
     .register('RequestRefused', 1, upcastRequestRefusedV1)
     .register('JobQueued', 1, upcastJobQueuedV1);

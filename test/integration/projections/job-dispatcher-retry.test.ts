@@ -7,6 +7,7 @@ import { Projection, ProjectionRunner } from '@hcp/projections';
 import { JobRepository } from '../../../src/jobs/job.repository';
 import { JobQueue } from '../../../src/jobs/queue/job-queue';
 import { VmJobDispatcherProjection } from '../../../src/vms/jobs/vm-job-dispatcher.projection';
+import { vmCreateRequest } from '../../fakes/vm-histories';
 import { eventually } from '../../support/api-client';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 
@@ -59,21 +60,7 @@ describe('job dispatcher: a batch failing after its append (real PostgreSQL)', (
 
   const requestCreate = async (): Promise<VmCreateRequestedData> => {
     const vmId = randomUUID();
-    const data: VmCreateRequestedData = {
-      vm_id: vmId,
-      project_id: 'retry',
-      job_id: randomUUID(),
-      name: 'a',
-      zone: 'local',
-      image_id: 'i',
-      flavor_id: 'f',
-      resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
-      placement: { provider_id: 'p', cluster_id: 'c', image_ref: 't' },
-      tags: {},
-      metadata: {},
-      ssh_keys: [],
-      power_on: true,
-    };
+    const data = vmCreateRequest({ vm_id: vmId, project_id: 'retry' });
     // The handler "died" after this append: no JobQueued, no queue row.
     const events = decideVm(null, { type: 'create', data });
     await store.append(

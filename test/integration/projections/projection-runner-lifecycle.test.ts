@@ -13,6 +13,7 @@ import {
 } from '@hcp/eventstore';
 import { Projection, ProjectionRunner } from '@hcp/projections';
 import { createDataSource } from '../../../src/platform/persistence/data-source';
+import { vmCreateRequest } from '../../fakes/vm-histories';
 import { eventually } from '../../support/api-client';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 
@@ -90,21 +91,7 @@ describe('projection runner: stopping, restarts and poison events (real PostgreS
   };
   const lockKey = (name: string) => `hcp-projection:${name}`;
   const prefix = () => `vm-${randomUUID().slice(0, 8)}`;
-  const createData = (vmId: string): VmCreateRequestedData => ({
-    vm_id: vmId,
-    job_id: randomUUID(),
-    project_id: 'runner',
-    name: 'a',
-    zone: 'local',
-    image_id: 'i',
-    flavor_id: 'f',
-    resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
-    placement: { provider_id: 'p', cluster_id: 'c', image_ref: 't' },
-    tags: {},
-    metadata: {},
-    ssh_keys: [],
-    power_on: true,
-  });
+  const createData = (vmId: string): VmCreateRequestedData => vmCreateRequest({ vm_id: vmId, project_id: 'runner' });
   /** Appended raw, as a bad writer of the past (or a hand in the database) would: no codec to refuse it. */
   const appendRaw = (streamId: string, data: Record<string, unknown>, type = 'VmCreateRequested') =>
     store.append(
