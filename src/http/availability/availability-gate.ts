@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import type { ServingState } from '../../platform/lifecycle/serving-state';
 import type { SchemaGate } from './schema-gate';
-import { draining, UnavailableError } from './unavailable-error';
+import { draining, UnavailableError } from '../../platform/availability/unavailable-error';
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** Operators' routes: they keep answering while HCP drains or waits for its schema. */

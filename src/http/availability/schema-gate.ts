@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { DataSource } from 'typeorm';
 import { schemaStatus } from '../../platform/persistence/data-source';
 import { MIGRATIONS } from '../../platform/persistence/migrations';
-import { UnavailableError } from './unavailable-error';
+import { UnavailableError } from '../../platform/availability/unavailable-error';
 
 /** How often the schema is compared with the code while nothing asks sooner. */
 export const SCHEMA_CHECK_INTERVAL_MS = 5000;

@@ -1,6 +1,6 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { ErrorCode, HcpError, internalError } from '@hcp/domain';
-import { outageOf } from '../availability/unavailable-error';
+import { outageOf } from '../../platform/availability/unavailable-error';
 
 export interface ErrorEnvelope {
   error: { code: ErrorCode; message: string; details?: Record<string, unknown>; trace_id: string };

@@ -6,7 +6,7 @@ import { RequestRecorder } from '../request/request-recorder';
 import { RefusalLedger } from './refusal-ledger';
 import { envelopeOf, toTaxonomyError } from './error-envelope';
 import { traceIdOf } from '../request/request-id';
-import { UnavailableError } from '../availability/unavailable-error';
+import { UnavailableError } from '../../platform/availability/unavailable-error';
 
 /** Every error path of the API answers the taxonomy envelope, with the request's trace id. */
 @Catch()

@@ -402,6 +402,26 @@ describe('JobRunner', () => {
       expect((await metrics.jobRetries.get()).values).toEqual([]);
     });
 
+    it('retries an attempt that lost its database connection, as PROVIDER_UNAVAILABLE naming the database', async () => {
+      jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const job = await givenJob();
+      const terminated = Object.assign(new Error('terminating connection due to administrator command'), {
+        code: '57P01',
+      });
+      executor.willAnswer({ kind: 'failed', target: 'simulator', error: terminated });
+
+      const result = await run(job);
+
+      expect(result).toMatchObject({ kind: 'retry' });
+      const written = await eventsWritten(job);
+      expect(written.map((e) => e.type)).toEqual(['JobStarted', 'JobAttemptFailed']);
+      expect(written[1].data).toMatchObject({
+        attempt: 1,
+        error: { code: 'PROVIDER_UNAVAILABLE', retryable: true, details: { dependency: 'database' } },
+      });
+      expect(executor.callNames()).toEqual(['perform']);
+    });
+
     it('wraps an error outside the taxonomy into INTERNAL_ERROR, without its message, and logs it', async () => {
       const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
       const job = await givenJob();

@@ -11,6 +11,7 @@ import {
 } from '@hcp/domain';
 import { Loaded } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
+import { outageOf } from '../../platform/availability/unavailable-error';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { JobRepository } from '../job.repository';
 import { LeasedJob } from '../queue/job-queue';
@@ -113,8 +114,12 @@ export class JobRunner {
       }
     }
     if (work.kind === 'failed') {
-      const error = toHcpError(work.error);
-      if (!(work.error instanceof HcpError))
+      // A connection lost mid-attempt (a failover, a terminated session) is an outage, not a fault of
+      // the job: retried like any retryable error instead of failing it as INTERNAL_ERROR.
+      const outage = outageOf(work.error);
+      const error = outage ?? toHcpError(work.error);
+      if (outage) this.logger.warn(`job ${running.id}: attempt lost to an outage: ${String(work.error)}`);
+      else if (!(work.error instanceof HcpError))
         this.logger.error(`job ${running.id}: failed unexpectedly: ${String(work.error)}`);
       if (error.retryable && running.attempts < policy.maxAttempts) {
         const at = new Date(Date.now() + backoff(policy.retryBackoffMs, running.attempts));

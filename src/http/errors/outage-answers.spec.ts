@@ -1,7 +1,7 @@
 import { HcpError } from '@hcp/domain';
 import { QueryFailedError } from 'typeorm';
-import { toTaxonomyError } from '../errors/error-envelope';
-import { outageOf, UnavailableError } from './unavailable-error';
+import { toTaxonomyError } from './error-envelope';
+import { outageOf, UnavailableError } from '../../platform/availability/unavailable-error';
 
 const withCode = (code: string) => Object.assign(new Error('failed'), { code });
 

@@ -1,5 +1,5 @@
 import { HcpError } from '@hcp/domain';
-import { isConnectionFailure } from '../../platform/persistence/lost-connections';
+import { isConnectionFailure } from '../persistence/lost-connections';
 
 /** Why HCP answered 503: what it waits for. Also the label of hcp_unavailable_answers_total. */
 export type UnavailableReason = 'database' | 'event_store' | 'schema' | 'draining';
