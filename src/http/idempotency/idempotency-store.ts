@@ -13,9 +13,15 @@ export type Claim =
   | { kind: 'completed'; requestHash: string; answer: StoredAnswer }
   | { kind: 'pending'; requestHash: string };
 
-/** How long an answer is replayed, and after how long a pending claim counts as abandoned (a crash). */
+/** How long an answer is replayed. */
 export const RETENTION_HOURS = 24;
-const ABANDONED_AFTER_SECONDS = 60;
+/**
+ * After how long a pending claim counts as abandoned: its request died (a crash) or failed while the
+ * database was down, so the claim could not be released. Short, because a client retrying meanwhile is
+ * kept waiting, and taking over a claim whose request still runs is harmless: every job-starting command
+ * derives its ids from the key, so two runs of one request record one VM and one job and answer the same.
+ */
+export const ABANDONED_AFTER_SECONDS = 10;
 
 /**
  * Durable idempotency keys in PostgreSQL. The primary key (project, key) makes the claim atomic: of

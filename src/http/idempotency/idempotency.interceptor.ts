@@ -57,7 +57,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
                 .then(() => body),
             ),
           ),
-          catchError((err) => from(this.store.release(scope, key)).pipe(mergeMap(() => throwError(() => err)))),
+          // The request's own error is the answer; a release that fails too (the database is down) leaves
+          // the claim to be taken over once abandoned, instead of turning the answer into its error.
+          catchError((err) =>
+            from(this.store.release(scope, key).catch(() => undefined)).pipe(mergeMap(() => throwError(() => err))),
+          ),
         );
       }),
     );

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { IdempotencyStore } from '../../../src/http/idempotency/idempotency-store';
+import { ABANDONED_AFTER_SECONDS, IdempotencyStore } from '../../../src/http/idempotency/idempotency-store';
 import { createDataSource } from '../../../src/platform/persistence/data-source';
 import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, TestDatabase } from '../../support/test-database';
@@ -50,6 +50,18 @@ describe('idempotency store', () => {
     await ds.query(`UPDATE idempotency_keys SET updated_at = now() - interval '2 minutes' WHERE key = 'k4'`);
     expect((await store.claim('p', 'k4', 'different')).kind).toBe('pending');
     expect((await store.claim('p', 'k4', 'h')).kind).toBe('claimed');
+  });
+
+  it('keeps a claim younger than the abandonment time pending, and lets its retry take it over after it', async () => {
+    expect((await store.claim('p', 'k6', 'h')).kind).toBe('claimed');
+    const aged = (seconds: number) =>
+      ds.query(`UPDATE idempotency_keys SET updated_at = now() - make_interval(secs => $1) WHERE key = 'k6'`, [
+        seconds,
+      ]);
+    await aged(ABANDONED_AFTER_SECONDS - 2);
+    expect((await store.claim('p', 'k6', 'h')).kind).toBe('pending');
+    await aged(ABANDONED_AFTER_SECONDS + 1);
+    expect((await store.claim('p', 'k6', 'h')).kind).toBe('claimed');
   });
 
   it('forgets answers after 24 hours', async () => {
