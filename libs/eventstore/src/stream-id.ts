@@ -1,7 +1,5 @@
-import { HcpError } from '@hcp/domain';
+import { HcpError, MISSING_VALUE_IDS } from '@hcp/domain';
 
-/** Segments a stream id gets when it is built from a value that was missing (`vm-${undefined}`). */
-const MISSING_VALUE_SEGMENTS = new Set(['undefined', 'null', 'NaN', '[object Object]']);
 const SHOWN_CHARS = 100;
 
 /** A stream id built from a missing value: a bug in the writer, refused before anything is written. */
@@ -15,17 +13,14 @@ export class InvalidStreamIdError extends HcpError {
 
 /**
  * HCP's stream ids are `<category>-<id>`: refuses one that is blank, ends with its separator (`quota-`, an
- * empty id), or has a `-`-separated segment that is the text of a missing value (`job-undefined`,
- * `vm-null`). Every adapter
- * calls it first in append, so a process manager fed a malformed event cannot leave a `job-undefined`
- * stream behind.
+ * empty id), or whose id is the text of a missing value (`job-undefined`, `vm-null`). Every adapter calls
+ * it first in append, so a process manager fed a malformed event cannot leave a `job-undefined` stream
+ * behind. Only the whole id is checked: ids that tenants and ops choose may contain such words
+ * (`quota-team-null`), and the API refuses those words as a whole id (MISSING_VALUE_IDS in the domain).
  */
 export function assertStreamId(streamId: unknown): asserts streamId is string {
   if (typeof streamId !== 'string') throw new InvalidStreamIdError(String(streamId));
-  if (
-    streamId.trim() === '' ||
-    streamId.endsWith('-') ||
-    streamId.split('-').some((s) => MISSING_VALUE_SEGMENTS.has(s))
-  )
+  const id = streamId.slice(streamId.indexOf('-') + 1);
+  if (streamId.trim() === '' || streamId.endsWith('-') || MISSING_VALUE_IDS.has(id))
     throw new InvalidStreamIdError(streamId);
 }

@@ -6,8 +6,14 @@
  * recorder, the upcasters of older events and the audit mapping apply the very same rules.
  */
 
-/** The API's project-id pattern (LIMITS.projectId; a spec beside the recorder keeps the two equal). */
-export const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+/**
+ * The texts a value that was missing becomes in a string (`${undefined}`): never an id. The API refuses
+ * them as ids tenants and ops choose, so the event store can refuse a stream id built from one.
+ */
+export const MISSING_VALUE_IDS: ReadonlySet<string> = new Set(['undefined', 'null', 'NaN', '[object Object]']);
+
+/** The API's project-id pattern (LIMITS.projectId is this one); no missing-value text (MISSING_VALUE_IDS). */
+export const PROJECT_ID_PATTERN = /^(?!(?:undefined|null|NaN)$)[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 /** The longest recorded value taken from a request (an identifier, a header), in characters. */
 export const RECORDED_VALUE_MAX = 128;
