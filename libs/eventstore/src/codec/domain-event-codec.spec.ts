@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createHcpUpcasters, EventSchemaViolation, UnknownEventSchema } from '@hcp/domain';
+import { createHcpEventSchemas, createHcpUpcasters, EventSchemaViolation, UnknownEventSchema } from '@hcp/domain';
 import { InMemoryEventStore } from '../in-memory/in-memory-event-store';
 import { DomainEventCodec } from './domain-event-codec';
 
@@ -68,5 +68,41 @@ describe('DomainEventCodec at the edge of the store', () => {
       data: { ...ref, reason: 'token_used', client_address: null },
     });
     expect(() => codec.decode(bad)).toThrow('ConsoleSessionRefused event data fails its schema at reason');
+  });
+
+  it('checks a stored event once per process: read again, or written by this process, it is not checked again', async () => {
+    const schemas = createHcpEventSchemas();
+    const checks = jest.spyOn(schemas, 'check');
+    const counted = new DomainEventCodec(createHcpUpcasters(), schemas);
+    const store = new InMemoryEventStore();
+    const stopped = { type: 'VmStopped', version: 1, data: { job_id: 'j1' } };
+    await store.append('vm-3', [counted.encode(stopped, context)], 'no_stream');
+    await store.append(
+      'vm-4',
+      [{ id: randomUUID(), type: 'VmStopped', data: { job_id: 'j2' }, metadata: { schema_version: 1 } }],
+      'no_stream',
+    );
+    const [ours] = await store.readStream('vm-3');
+    const [theirs] = await store.readStream('vm-4');
+
+    for (let i = 0; i < 3; i++) {
+      counted.decode(ours);
+      counted.decode(theirs);
+    }
+
+    expect(checks).toHaveBeenCalledTimes(2);
+  });
+
+  it('refuses a poison event every time it is read, not only the first', async () => {
+    const store = new InMemoryEventStore();
+    await store.append(
+      'vm-5',
+      [{ id: randomUUID(), type: 'VmStopped', data: {}, metadata: { schema_version: 1 } }],
+      'no_stream',
+    );
+    const [stored] = await store.readStream('vm-5');
+
+    expect(() => codec.decode(stored)).toThrow(EventSchemaViolation);
+    expect(() => codec.decode(stored)).toThrow(EventSchemaViolation);
   });
 });
