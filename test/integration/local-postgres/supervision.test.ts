@@ -47,7 +47,8 @@ describe('a supervised embedded PostgreSQL', () => {
 
       process.kill(killed, 'SIGKILL');
       await waitFor(async () => !(await serverProcesses(dataDir)).includes(killed));
-      await waitFor(() => answers(pool), 60_000);
+      // The restarted server may answer a moment before its supervisor has counted the restart.
+      await waitFor(async () => server.restarts >= 1 && (await answers(pool)), 60_000);
 
       const restarted = await postmasterPid(dataDir);
       expect(restarted).not.toBe(killed);
@@ -74,7 +75,7 @@ describe('a supervised embedded PostgreSQL', () => {
     try {
       process.kill(leftover, 'SIGKILL');
       await waitFor(async () => !(await serverProcesses(dataDir)).includes(leftover));
-      await waitFor(() => answers(pool), 60_000);
+      await waitFor(async () => server.restarts >= 1 && (await answers(pool)), 60_000);
       expect(server.restarts).toBe(1);
     } finally {
       await pool.end();
