@@ -12,6 +12,7 @@ export const jobKindOf = (type: string): string => type.split('.', 1)[0]!;
 export class JobExecutors {
   private readonly byKind = new Map<string, JobExecutor>();
 
+  /** `kind` is a job kind (`vm`) or one whole job type (`vm.reconcile`), which wins over its kind. */
   register(kind: string, executor: JobExecutor): void {
     // Two contexts claiming one kind is a wiring mistake: refuse to start rather than run the wrong one.
     if (this.byKind.has(kind)) throw new Error(`an executor for "${kind}" jobs is registered already`);
@@ -19,6 +20,6 @@ export class JobExecutors {
   }
 
   for(type: string): JobExecutor | null {
-    return this.byKind.get(jobKindOf(type)) ?? null;
+    return this.byKind.get(type) ?? this.byKind.get(jobKindOf(type)) ?? null;
   }
 }

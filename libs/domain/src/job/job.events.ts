@@ -1,7 +1,17 @@
 import { HcpErrorShape } from '../errors';
 import { DomainEvent } from '../events/domain-event';
 
-export const JOB_TYPES = ['vm.create', 'vm.start', 'vm.stop', 'vm.reboot', 'vm.delete'] as const;
+export const JOB_TYPES = [
+  'vm.create',
+  'vm.start',
+  'vm.stop',
+  'vm.reboot',
+  'vm.delete',
+  /** Ops asked to compare a VM with its provider now (no transition of the VM's own). */
+  'vm.reconcile',
+  /** Ops asked to remove a provider resource that carries an HCP id but has no live VM. */
+  'orphan.destroy',
+] as const;
 export type JobType = (typeof JOB_TYPES)[number];
 
 export type JobQueued = DomainEvent<

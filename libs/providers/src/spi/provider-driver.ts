@@ -39,6 +39,8 @@ export interface VmDescription {
   power_state: PowerState;
   addresses: VmAddress[];
   provider_ref: ProviderRef;
+  /** The tenant's tags as the provider holds them, where the driver keeps them there (`provider_tags`). */
+  tags?: Record<string, string>;
 }
 
 /**
@@ -59,6 +61,16 @@ export interface CallContext {
   deadline: Date;
   signal: AbortSignal;
   trace_id?: string;
+  /**
+   * What earlier attempts of this job wrote with `record` (the latest value per key); empty on a first
+   * attempt and for calls made outside a job.
+   */
+  recorded?: Readonly<Record<string, unknown>>;
+  /**
+   * Writes a fact into the job's history before the driver acts on it (e.g. the VMID a clone is about
+   * to take), so a retried attempt in any process finds it in `recorded`. Absent outside a job.
+   */
+  record?(key: string, value: unknown): Promise<void>;
 }
 
 export interface ProviderDriver {
@@ -75,6 +87,14 @@ export interface ProviderDriver {
   deleteVm(hcpId: string, ctx: CallContext): Promise<void>;
   /** Describes the VM, or returns null when the provider has no VM with this HCP id. */
   describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null>;
+  /**
+   * Every VM of this cluster that carries an HCP id (in any state, also half-created ones), in one
+   * pass over the provider: what the reconcile loop compares with HCP's records and finds orphans in.
+   * Optional until each driver has it; a driver without it is not reconciled.
+   */
+  listVms?(ctx: CallContext): Promise<VmDescription[]>;
+  /** Writes the tenant's tags onto the VM at the provider (only drivers that declare `provider_tags`). */
+  updateTags?(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void>;
   /**
    * Opens a fresh console to a running VM (a new provider ticket every time). FEATURE_NOT_SUPPORTED for
    * a type the driver lacks, CONFLICT when the VM is not running, NOT_FOUND when it is gone.

@@ -1,0 +1,1 @@
+export { ClusterScanned, type ScannedResource } from './cluster-scanned';
