@@ -53,6 +53,11 @@ export interface HcpConfig {
   /** How many refusals are written: the rest are counted (see src/http/rate-limit/refusal-budget.ts). */
   refusals: { recordedPerMinute: number; anonymousPerMinute: number };
   providerHealthIntervalMs: number;
+  /**
+   * What HCP does with a provider resource that carries an HCP id but has no live VM: `report` lists it
+   * for ops (`GET /v1/ops/orphans`), `destroy` also opens a destroy job for it as soon as it is found.
+   */
+  orphanPolicy: 'report' | 'destroy';
   console: {
     /** How long a console token may wait for its (single) connection. */
     connectTimeoutMs: number;
@@ -217,6 +222,12 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     description:
       'dev mode: host names (any port, comma-separated) a request Host may name for console URLs, and a console websocket Origin may come from',
   },
+  {
+    name: 'HCP_ORPHAN_POLICY',
+    default: 'report',
+    description:
+      'report: list provider resources carrying an HCP id without a live VM for ops to adopt or destroy; destroy: also destroy each one as it is found (audited as hcp-orphans)',
+  },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
   {
     name: 'HCP_SHUTDOWN_GRACE_MS',
@@ -365,6 +376,7 @@ export function loadConfig(
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
     providerHealthIntervalMs: int('HCP_PROVIDER_HEALTH_INTERVAL_MS', 1000, 86_400_000),
+    orphanPolicy: oneOf<'report' | 'destroy'>('HCP_ORPHAN_POLICY', ['report', 'destroy']),
     console: {
       connectTimeoutMs: int('HCP_CONSOLE_CONNECT_TIMEOUT_S', 1, 3600) * 1000,
       maxSessionMs: int('HCP_CONSOLE_MAX_SESSION_S', 10, 7 * 86_400) * 1000,

@@ -91,6 +91,17 @@ export class HcpMetrics {
     labelNames: ['reason'] as const,
   });
 
+  readonly orphansOpen = new Gauge({
+    name: 'hcp_orphans',
+    help: 'Provider resources carrying an HCP id without a live VM that wait for ops (open, destroying or destroy failed), per provider id',
+    labelNames: ['provider'] as const,
+  });
+  readonly orphanActions = new Counter({
+    name: 'hcp_orphan_actions_total',
+    help: 'What became of orphans: adopted, destroyed or destroy_failed (by the destroy job), per provider id',
+    labelNames: ['action', 'provider'] as const,
+  });
+
   readonly publishFailures = new Counter({
     name: 'hcp_publish_failures_total',
     help: 'Failed publications of audit or metering records',
