@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { errorShapeSchema } from '../errors.schema';
 import { EventSchema, idSchema, schemaFor } from '../events/event-schemas';
+import { JobFactValue, jobFactProblem } from './job-facts';
 import {
   JOB_RECOVERY_ACTIONS,
   JOB_RECOVERY_REASON_MAX,
@@ -8,6 +9,7 @@ import {
   JobAttemptFailed,
   JobAttemptReleased,
   JobEventType,
+  JobFactRecorded,
   JobFailed,
   JobQueued,
   JobRecovered,
@@ -16,6 +18,9 @@ import {
 } from './job.events';
 
 const attempt = z.number().int().nonnegative();
+const jsonValue: z.ZodType<JobFactValue> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(jsonValue), z.record(jsonValue)]),
+);
 
 /** The runtime schema of every job event at its current version (see JOB_EVENT_VERSIONS). */
 export const JOB_EVENT_SCHEMAS = {
@@ -44,6 +49,12 @@ export const JOB_EVENT_SCHEMAS = {
       reason: z.string().min(1).max(JOB_RECOVERY_REASON_MAX),
       previous_status: z.enum(['queued', 'running', 'succeeded', 'failed']),
       deadline: z.string().nullable(),
+    }),
+  ),
+  JobFactRecorded: schemaFor<JobFactRecorded>()(
+    z.object({ attempt, key: z.string(), value: jsonValue }).superRefine((data, ctx) => {
+      const problem = jobFactProblem(data.key, data.value);
+      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem, path: ['value'] });
     }),
   ),
 } satisfies Record<JobEventType, EventSchema>;

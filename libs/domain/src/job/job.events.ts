@@ -1,5 +1,6 @@
 import { HcpErrorShape } from '../errors';
 import { DomainEvent } from '../events/domain-event';
+import type { JobFactValue } from './job-facts';
 
 export const JOB_TYPES = [
   'vm.create',
@@ -62,6 +63,11 @@ export type JobRecovered = DomainEvent<
     deadline: string | null;
   }
 >;
+/**
+ * An attempt wrote down a fact before acting on the provider (see job-facts.ts): the latest value per
+ * key is in the job's state for every later attempt. Internal: never in the job answer or the audit.
+ */
+export type JobFactRecorded = DomainEvent<'JobFactRecorded', { attempt: number; key: string; value: JobFactValue }>;
 export const JOB_RECOVERY_ACTIONS = ['retry', 'mark-failed'] as const;
 export type JobRecoveryAction = (typeof JOB_RECOVERY_ACTIONS)[number];
 /** Longest reason ops may give for a recovery; it is stored in the event and the audit record. */
@@ -74,7 +80,8 @@ export type JobEvent =
   | JobSucceeded
   | JobFailed
   | JobAttemptReleased
-  | JobRecovered;
+  | JobRecovered
+  | JobFactRecorded;
 export type JobEventType = JobEvent['type'];
 
 export const JOB_EVENT_VERSIONS: Record<JobEventType, number> = {
@@ -85,6 +92,7 @@ export const JOB_EVENT_VERSIONS: Record<JobEventType, number> = {
   JobFailed: 1,
   JobAttemptReleased: 1,
   JobRecovered: 1,
+  JobFactRecorded: 1,
 };
 
 /** How long a job may take from being queued, for jobs that did not record their deadline (JobQueued v1). */

@@ -215,4 +215,58 @@ describe('job state machine', () => {
       expectConflict(() => decideJob(null, retry));
     });
   });
+  describe('facts', () => {
+    const clone = { node: 'pve1', vmid: 123 };
+
+    it('keeps the latest value of each key a running attempt records, for every later attempt', () => {
+      let job = run(jobIn('running'), { type: 'record_fact', key: 'proxmox.clone', value: clone });
+      job = run(job, { type: 'record_fact', key: 'proxmox.clone', value: { node: 'pve2', vmid: 124 } });
+      job = run(job, { type: 'fail_attempt', error: ERR, retry_at: LATER });
+      job = run(job, { type: 'start', worker: 'w2' });
+      expect(job.facts).toEqual({ 'proxmox.clone': { node: 'pve2', vmid: 124 } });
+      expect(job.attempts).toBe(2);
+    });
+
+    it('records nothing when the key holds that value already, whatever the order of its fields', () => {
+      const job = run(jobIn('running'), { type: 'record_fact', key: 'proxmox.clone', value: clone });
+      expect(decideJob(job, { type: 'record_fact', key: 'proxmox.clone', value: { vmid: 123, node: 'pve1' } })).toEqual(
+        [],
+      );
+    });
+
+    it('is recorded with the attempt that wrote it', () => {
+      expect(decideJob(jobIn('running'), { type: 'record_fact', key: 'proxmox.clone', value: clone })).toEqual([
+        { type: 'JobFactRecorded', version: 1, data: { attempt: 1, key: 'proxmox.clone', value: clone } },
+      ]);
+    });
+
+    it('is refused unless an attempt runs', () => {
+      for (const status of ['queued', 'succeeded', 'failed'] as const)
+        expectConflict(() => decideJob(jobIn(status), { type: 'record_fact', key: 'k', value: 1 }));
+    });
+
+    it('refuses keys and values that are not bounded plain JSON, or that name a secret', () => {
+      const bad: Array<[string, unknown]> = [
+        ['Proxmox Clone', 1],
+        ['x'.repeat(65), 1],
+        ['proxmox.ticket', 'PVEVNC:abc'],
+        ['proxmox.clone', { api_token: 'x' }],
+        ['proxmox.clone', 'x'.repeat(1025)],
+        ['proxmox.clone', { a: { b: { c: { d: { e: 1 } } } } }],
+        ['proxmox.clone', new Date()],
+        ['proxmox.clone', Number.NaN],
+        ['proxmox.clone', undefined],
+      ];
+      for (const [key, value] of bad) {
+        expectRefused(() => decideJob(jobIn('running'), { type: 'record_fact', key, value }), 'INTERNAL_ERROR');
+      }
+    });
+
+    it('holds at most 32 keys', () => {
+      let job = jobIn('running');
+      for (let i = 0; i < 32; i++) job = run(job, { type: 'record_fact', key: `k${i}`, value: i });
+      expectRefused(() => decideJob(job, { type: 'record_fact', key: 'k32', value: 1 }), 'INTERNAL_ERROR');
+      expect(decideJob(job, { type: 'record_fact', key: 'k0', value: 'changed' })).toHaveLength(1);
+    });
+  });
 });

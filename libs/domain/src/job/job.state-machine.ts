@@ -8,6 +8,7 @@ import {
   JobType,
   jobEvent,
 } from './job.events';
+import { checkJobFact, JOB_FACTS_MAX, sameJobFact } from './job-facts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -29,6 +30,11 @@ export interface JobState {
   /** After this the job fails with PROVIDER_TIMEOUT instead of running (again). */
   deadline: string;
   error: HcpErrorShape | null;
+  /**
+   * The latest value of each fact attempts recorded (JobFactRecorded): provider handles a retried
+   * attempt needs (CallContext.recorded). Absent until the first; internal, never in the job answer.
+   */
+  facts?: Readonly<Record<string, unknown>>;
 }
 
 export function evolveJob(state: JobState | null, event: JobEvent, at: string): JobState | null {
@@ -57,6 +63,8 @@ export function evolveJob(state: JobState | null, event: JobEvent, at: string): 
         retry_at: null,
         deadline: event.data.deadline ?? state.deadline,
       };
+    case 'JobFactRecorded':
+      return { ...state, facts: { ...state.facts, [event.data.key]: event.data.value } };
     case 'JobSucceeded':
       return { ...state, status: 'succeeded', finished_at: at, error: null, retry_at: null };
     case 'JobFailed':
@@ -110,6 +118,8 @@ export type JobCommand =
   | { type: 'fail_attempt'; error: HcpErrorShape; retry_at: string }
   | { type: 'fail'; error: HcpErrorShape }
   | { type: 'release'; worker: string }
+  /** Idempotent: a key that holds this value already records nothing. */
+  | { type: 'record_fact'; key: string; value: unknown }
   | { type: 'recover'; action: JobRecoveryAction; reason: string; deadline: string };
 
 export function decideJob(state: JobState | null, command: JobCommand): JobEvent[] {
@@ -133,6 +143,16 @@ export function decideJob(state: JobState | null, command: JobCommand): JobEvent
     case 'fail':
       // A queued job may fail too: its lease expired more often than the retry limit allows.
       return [jobEvent('JobFailed', { attempt: state.attempts, error: command.error })];
+    case 'record_fact': {
+      requireRunning(state, 'record a fact of');
+      checkJobFact(command.key, command.value);
+      const facts = state.facts ?? {};
+      const known = Object.hasOwn(facts, command.key);
+      if (known && sameJobFact(facts[command.key], command.value)) return [];
+      if (!known && Object.keys(facts).length >= JOB_FACTS_MAX)
+        throw new HcpError('INTERNAL_ERROR', `a job holds at most ${JOB_FACTS_MAX} facts`, undefined, false);
+      return [jobEvent('JobFactRecorded', { attempt: state.attempts, key: command.key, value: command.value })];
+    }
     case 'release':
       requireRunning(state, 'give back');
       return [
