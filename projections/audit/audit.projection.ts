@@ -8,6 +8,7 @@ import {
   JOB_STREAM_PREFIX,
   JobQueued,
   REQUEST_STREAM_PREFIX,
+  VM_STREAM_PREFIX,
 } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { BulkInsert } from '../runner/bulk-insert';
@@ -39,7 +40,7 @@ const AUDIT_LOG = new BulkInsert({
 });
 
 /**
- * The audit trail: request facts, break-glass uses, job steps and console sessions become audit records in `audit_log`
+ * The audit trail: request facts, break-glass uses, job steps, console sessions and observed drift become audit records in `audit_log`
  * and go to the sink (Kafka) before the checkpoint moves, so a crash or a broker outage delays records
  * but loses none (a retried batch is published again: at least once, de-duplicated by event_id).
  */
@@ -51,6 +52,8 @@ export class AuditProjection implements RebuildableProjection {
     BREAK_GLASS_STREAM_PREFIX,
     JOB_STREAM_PREFIX,
     CONSOLE_SESSION_STREAM_PREFIX,
+    // Drift the reconciler observed (VmStateObserved, VmVanished); other VM events are not audited.
+    VM_STREAM_PREFIX,
   ];
 
   constructor(private readonly sink: AuditSink) {}

@@ -4,6 +4,7 @@ import { OpsResourceEvent } from '../ops/ops-resources';
 import { RejectedRequestValues, RequestEvent } from '../security/request.events';
 import { BreakGlassUsed } from '../security/security.events';
 import { RequestRefusalsSuppressed } from '../refusal/refusal.events';
+import { VmStateObserved, VmVanished } from '../vm/vm.events';
 import {
   BREAK_GLASS_REASON_MAX,
   boundedTarget,
@@ -92,7 +93,14 @@ function bounded(record: AuditRecord): AuditRecord {
 
 function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | null {
   const base = { event_id: source.event_id, timestamp: source.occurred_at, trace_id: source.trace_id };
-  const e = source.event as RequestEvent | RequestRefusalsSuppressed | BreakGlassUsed | JobEvent | ConsoleSessionEvent;
+  const e = source.event as
+    | RequestEvent
+    | RequestRefusalsSuppressed
+    | BreakGlassUsed
+    | JobEvent
+    | ConsoleSessionEvent
+    | VmStateObserved
+    | VmVanished;
   switch (e.type) {
     case 'RequestReceived':
       return {
@@ -231,6 +239,34 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
           reason: e.data.reason,
           bytes_to_client: e.data.bytes_to_client,
           bytes_to_provider: e.data.bytes_to_provider,
+        },
+      };
+    }
+    case 'VmStateObserved':
+    case 'VmVanished': {
+      // What the provider showed differing from HCP's record; the actor is whoever looked (the reconciler,
+      // or the ops principal adopting a failed create's VM).
+      const target = { vm_id: source.stream_id.slice('vm-'.length) };
+      const record = {
+        ...base,
+        actor: source.actor,
+        target,
+        project_id: e.data.project_id,
+        result: 'succeeded' as const,
+      };
+      if (e.type === 'VmVanished')
+        return {
+          ...record,
+          action: 'vm.vanished',
+          details: { previous_status: e.data.previous_status, reason: e.data.reason },
+        };
+      return {
+        ...record,
+        action: e.data.cause === 'adopted' ? 'vm.adopted' : 'vm.drift_observed',
+        details: {
+          previous_status: e.data.previous_status,
+          power_state: e.data.power_state,
+          addresses: e.data.addresses.map((a) => a.address),
         },
       };
     }

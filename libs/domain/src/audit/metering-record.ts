@@ -1,4 +1,4 @@
-import { VmEvent, VmResources } from '../vm/vm.events';
+import { VmEvent, VmResources, VmStateObserved } from '../vm/vm.events';
 
 export type MeteringKind = 'vm.allocated' | 'vm.powered_on' | 'vm.powered_off' | 'vm.resized' | 'vm.deleted';
 
@@ -52,7 +52,28 @@ export function meteringRecordsOf(
       return [record('vm.powered_off')];
     case 'VmDeleted':
       return [record('vm.deleted')];
+    case 'VmStateObserved':
+      return observedRecords(event.data, record);
+    case 'VmVanished':
+      // Whatever it was metered as, a VM the provider no longer has is not on.
+      return event.data.previous_status === 'stopped' ? [] : [record('vm.powered_off')];
     default:
       return [];
   }
+}
+
+/**
+ * A power state seen at the provider that differs from the recorded one is metered like the operation
+ * that would have made it; an adopted VM (a failed create, never allocated) is allocated now.
+ */
+function observedRecords(
+  data: VmStateObserved['data'],
+  record: (kind: MeteringKind, suffix?: string) => MeteringRecord,
+): MeteringRecord[] {
+  const on = data.power_state === 'running';
+  if (data.cause === 'adopted')
+    return on ? [record('vm.allocated'), record('vm.powered_on', ':on')] : [record('vm.allocated')];
+  const wasOn = data.previous_status === 'running';
+  if (on === wasOn) return [];
+  return [record(on ? 'vm.powered_on' : 'vm.powered_off')];
 }

@@ -13,6 +13,8 @@ import {
   VmRebootRequested,
   VmStarted,
   VmStartRequested,
+  VmStateObserved,
+  VmVanished,
   VmStopped,
   VmStopRequested,
 } from './vm.events';
@@ -20,6 +22,17 @@ import {
 const labels = z.record(z.string());
 const address = z.object({ type: z.enum(['ipv4', 'ipv6']), address: z.string(), nic: z.string() });
 const count = z.number().int().nonnegative();
+const status = z.enum([
+  'provisioning',
+  'starting',
+  'running',
+  'stopping',
+  'stopped',
+  'rebooting',
+  'deleting',
+  'deleted',
+  'error',
+]);
 
 /** The runtime schema of every VM event at its current version (see VM_EVENT_VERSIONS). */
 export const VM_EVENT_SCHEMAS = {
@@ -70,4 +83,16 @@ export const VM_EVENT_SCHEMAS = {
     }),
   ),
   VmLabelsUpdated: schemaFor<VmLabelsUpdated>()(z.object({ tags: labels, metadata: labels })),
+  VmStateObserved: schemaFor<VmStateObserved>()(
+    z.object({
+      project_id: idSchema,
+      power_state: z.enum(['running', 'stopped']),
+      addresses: z.array(address),
+      previous_status: status,
+      cause: z.enum(['reconcile', 'adopted']),
+    }),
+  ),
+  VmVanished: schemaFor<VmVanished>()(
+    z.object({ project_id: idSchema, previous_status: status, reason: z.literal('vanished_at_provider') }),
+  ),
 } satisfies Record<VmEventType, EventSchema>;

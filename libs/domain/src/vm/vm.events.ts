@@ -70,6 +70,38 @@ export type VmLabelsUpdated = DomainEvent<
   { tags: Record<string, string>; metadata: Record<string, string> }
 >;
 
+/**
+ * What the provider reported differed from HCP's record: the provider's word wins. `cause` says who
+ * looked: the reconcile loop (or an on-demand reconcile), or ops adopting the resource of a failed create.
+ */
+export type VmStateObserved = DomainEvent<
+  'VmStateObserved',
+  {
+    project_id: string;
+    power_state: 'running' | 'stopped';
+    addresses: VmAddress[];
+    previous_status: VmStatusName;
+    cause: 'reconcile' | 'adopted';
+  }
+>;
+/** The provider no longer has the VM HCP recorded as existing. */
+export type VmVanished = DomainEvent<
+  'VmVanished',
+  { project_id: string; previous_status: VmStatusName; reason: 'vanished_at_provider' }
+>;
+
+/** The statuses a VM's record can hold (see VmStatus in vm.state-machine). */
+export type VmStatusName =
+  | 'provisioning'
+  | 'starting'
+  | 'running'
+  | 'stopping'
+  | 'stopped'
+  | 'rebooting'
+  | 'deleting'
+  | 'deleted'
+  | 'error';
+
 export type VmEvent =
   | VmCreateRequested
   | VmProvisioned
@@ -82,7 +114,9 @@ export type VmEvent =
   | VmDeleteRequested
   | VmDeleted
   | VmOperationFailed
-  | VmLabelsUpdated;
+  | VmLabelsUpdated
+  | VmStateObserved
+  | VmVanished;
 
 export type VmEventType = VmEvent['type'];
 
@@ -100,6 +134,8 @@ export const VM_EVENT_VERSIONS: Record<VmEventType, number> = {
   VmDeleted: 1,
   VmOperationFailed: 1,
   VmLabelsUpdated: 1,
+  VmStateObserved: 1,
+  VmVanished: 1,
 };
 
 /** Events that ask for provider work; each carries its project and the id of the job that will do it. */

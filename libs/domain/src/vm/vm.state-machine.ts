@@ -1,16 +1,17 @@
 import { conflict, HcpErrorShape, invalidRequest, notFound } from '../errors';
-import { VmAddress, VmCreateRequestedData, VmEvent, VmOperation, VmSpec, vmEvent } from './vm.events';
+import {
+  VmAddress,
+  VmCreateRequestedData,
+  VmEvent,
+  VmOperation,
+  VmSpec,
+  VmStateObserved,
+  VmStatusName,
+  VmVanished,
+  vmEvent,
+} from './vm.events';
 
-export type VmStatus =
-  | 'provisioning'
-  | 'starting'
-  | 'running'
-  | 'stopping'
-  | 'stopped'
-  | 'rebooting'
-  | 'deleting'
-  | 'deleted'
-  | 'error';
+export type VmStatus = VmStatusName;
 
 export type VmDesiredState = 'running' | 'stopped' | 'deleted';
 
@@ -23,6 +24,12 @@ export interface VmState extends VmSpec {
   pending_job_id: string | null;
   last_job_id: string;
   last_error: HcpErrorShape | null;
+  /**
+   * The operation whose failure left `last_error`, absent once a new operation begins or the provider's
+   * state was observed. Tells an errored create (an orphan case) from a failed delete or a vanished VM.
+   * Optional: records folded before it existed lack it.
+   */
+  last_failed_operation?: VmOperation;
   created_at: string;
   updated_at: string;
 }
@@ -79,10 +86,61 @@ export function evolveVm(state: VmState | null, event: VmEvent, at: string): VmS
     case 'VmDeleted':
       return settle(next, event.data.job_id, 'deleted', { addresses: [] });
     case 'VmOperationFailed':
-      return settle(next, event.data.job_id, event.data.status_after, { last_error: event.data.error });
+      return settle(next, event.data.job_id, event.data.status_after, {
+        last_error: event.data.error,
+        last_failed_operation: event.data.operation,
+      });
     case 'VmLabelsUpdated':
       return { ...next, tags: event.data.tags, metadata: event.data.metadata };
+    case 'VmStateObserved':
+      return observed(state, next, event);
+    case 'VmVanished':
+      return vanished(state, next, event);
   }
+}
+
+/** The code and details a vanished VM's `last_error` carries (NOT_FOUND of the taxonomy). */
+export const VANISHED_ERROR: HcpErrorShape = {
+  code: 'NOT_FOUND',
+  message: 'the VM no longer exists at the provider (removed outside HCP); delete it or ask ops to look',
+  details: { reason: 'vanished_at_provider' },
+  retryable: false,
+};
+
+/**
+ * The provider's word wins: the VM is what was seen, and what HCP wants follows it, so HCP never powers
+ * a VM back on by itself. An observation never overrides a transition a job owns (the decider only
+ * observes VMs without a pending job; this guards replays of a stream written otherwise).
+ */
+function observed(state: VmState, next: VmState, event: VmStateObserved): VmState {
+  if (state.pending_job_id !== null || state.status === 'deleted') return state;
+  const { power_state, addresses } = event.data;
+  const resolvesError = state.status === 'error';
+  const result: VmState = {
+    ...next,
+    status: power_state,
+    desired_state: power_state,
+    addresses,
+    last_error: resolvesError ? null : state.last_error,
+  };
+  delete result.last_failed_operation;
+  return result;
+}
+
+function vanished(state: VmState, next: VmState, _event: VmVanished): VmState {
+  if (state.pending_job_id !== null || state.status === 'deleted') return state;
+  const result: VmState = { ...next, status: 'error', addresses: [], last_error: VANISHED_ERROR };
+  delete result.last_failed_operation;
+  return result;
+}
+
+/** Whether the VM is in `error` because the provider lost it (not because an operation failed). */
+export function isVanished(state: VmState): boolean {
+  return (
+    state.status === 'error' &&
+    state.last_error?.code === 'NOT_FOUND' &&
+    state.last_error.details?.reason === 'vanished_at_provider'
+  );
 }
 
 function createdState(data: VmCreateRequestedData, at: string): VmState {
@@ -109,7 +167,7 @@ function createdState(data: VmCreateRequestedData, at: string): VmState {
 }
 
 function begin(state: VmState, jobId: string, op: VmOperation, desired: VmDesiredState): VmState {
-  return {
+  const result: VmState = {
     ...state,
     status: TRANSITIONAL_STATUS[op],
     desired_state: desired,
@@ -117,6 +175,8 @@ function begin(state: VmState, jobId: string, op: VmOperation, desired: VmDesire
     last_job_id: jobId,
     last_error: null,
   };
+  delete result.last_failed_operation;
+  return result;
 }
 
 function settle(state: VmState, jobId: string, status: VmStatus, patch: Partial<VmState>): VmState {
