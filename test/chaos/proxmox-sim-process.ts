@@ -12,6 +12,8 @@ export interface SimVm {
   status: string;
   template?: boolean;
   hcp_id?: string;
+  /** `clone`, `create`, ... while Proxmox works on the VM. */
+  lock?: string;
 }
 
 /**
@@ -74,22 +76,71 @@ export class ProxmoxSimProcess {
 
   /** Every VM the "cluster" holds (templates excluded), straight from the simulator. */
   async vms(): Promise<SimVm[]> {
-    const body = await new Promise<string>((resolve, reject) => {
-      const req = https.get(
-        `${this.url}/_sim/vms`,
-        { headers: { 'x-sim-admin-key': this.adminKey }, ca: this.caPem, timeout: 10_000 },
+    const { status, body } = await this.request('GET', '/_sim/vms', { 'x-sim-admin-key': this.adminKey });
+    if (status !== 200) throw new Error(`simulator /_sim/vms: ${status}`);
+    return (JSON.parse(body) as SimVm[]).filter((vm) => !vm.template);
+  }
+
+  /** Adds a fault rule (the simulator's `POST /_sim/faults`); its id. */
+  async addFault(rule: Record<string, unknown>): Promise<string> {
+    const { status, body } = await this.request('POST', '/_sim/faults', { 'x-sim-admin-key': this.adminKey }, rule);
+    if (status !== 201) throw new Error(`simulator POST /_sim/faults: ${status} ${body}`);
+    return (JSON.parse(body) as { id: string }).id;
+  }
+
+  async clearFaults(): Promise<void> {
+    await this.request('DELETE', '/_sim/faults', { 'x-sim-admin-key': this.adminKey });
+  }
+
+  /**
+   * A call on the Proxmox API as someone else than HCP would make it (an admin in the Proxmox UI), with
+   * an API token of its own: what changes a VM behind HCP's back.
+   */
+  async pve(method: string, apiPath: string): Promise<{ status: number; body: string }> {
+    this.pveAuth ??= (async () => {
+      const made = await this.request(
+        'POST',
+        '/_sim/tokens',
+        { 'x-sim-admin-key': this.adminKey },
+        {
+          userid: 'root@pam',
+          tokenid: 'chaos',
+        },
+      );
+      if (made.status !== 201) throw new Error(`simulator POST /_sim/tokens: ${made.status} ${made.body}`);
+      return (JSON.parse(made.body) as { header: string }).header;
+    })();
+    return this.request(method, `/api2/json${apiPath}`, { authorization: await this.pveAuth });
+  }
+
+  private pveAuth?: Promise<string>;
+
+  private request(
+    method: string,
+    requestPath: string,
+    headers: Record<string, string>,
+    json?: unknown,
+  ): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const payload = json === undefined ? undefined : JSON.stringify(json);
+      const req = https.request(
+        `${this.url}${requestPath}`,
+        {
+          method,
+          headers: { ...headers, ...(payload ? { 'content-type': 'application/json' } : {}) },
+          ca: this.caPem,
+          timeout: 10_000,
+        },
         (res) => {
           let text = '';
           res.on('data', (d: Buffer) => (text += d.toString()));
-          res.on('end', () =>
-            res.statusCode === 200 ? resolve(text) : reject(new Error(`simulator /_sim/vms: ${res.statusCode}`)),
-          );
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
         },
       );
-      req.on('timeout', () => req.destroy(new Error('simulator /_sim/vms timed out')));
+      req.on('timeout', () => req.destroy(new Error(`simulator ${method} ${requestPath} timed out`)));
       req.on('error', reject);
+      req.end(payload);
     });
-    return (JSON.parse(body) as SimVm[]).filter((vm) => !vm.template);
   }
 
   stop(): void {

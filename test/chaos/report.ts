@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { CrashRecord } from './hcp-fleet';
+import type { ProviderChaosFigures } from './provider-chaos';
 import type { Verdict } from './verify';
 import type { LedgerEntry } from './workload';
 
@@ -20,6 +21,8 @@ export interface ScenarioResult {
   notes: string[];
   /** Every operation the clients sent, with every answer: the evidence behind the counts. */
   ledger: LedgerEntry[];
+  /** Provider chaos: faults injected, drift found and repaired, orphans left (provider scenarios only). */
+  provider?: ProviderChaosFigures;
 }
 
 export const RESULTS_DIR = path.join(__dirname, 'results');
@@ -40,7 +43,13 @@ export function writeReport(results: ScenarioResult[], run: { startedAt: Date; m
 }
 
 export function passed(r: ScenarioResult): boolean {
-  return !r.error && r.verdict.lost === 0 && duplicated(r) === 0 && r.crashes.length === 0;
+  return !r.error && r.verdict.lost === 0 && duplicated(r) === 0 && r.crashes.length === 0 && providerTruthHeld(r);
+}
+
+/** Provider chaos: every change behind HCP's back shown, nothing left at the provider that no VM owns. */
+function providerTruthHeld(r: ScenarioResult): boolean {
+  const p = r.provider;
+  return !p || (p.drift_repaired === p.changes_behind_back && p.orphans_left === 0);
 }
 
 function duplicated(r: ScenarioResult): number {
@@ -98,6 +107,7 @@ export function printReport(results: ScenarioResult[]): void {
       out.push(
         `  SIGTERM exits (s): ${r.shutdowns.map((s) => (s === null ? 'HUNG' : (s / 1000).toFixed(1))).join(' ')}`,
       );
+    if (r.provider) out.push(...providerLines(r.provider));
     for (const note of r.notes) out.push(`  note: ${note}`);
     for (const c of r.crashes) out.push(`  CRASH HCP ${c.slot} at ${c.at} (code ${c.code}, signal ${c.signal})`);
     if (r.startFailures.length > 0) out.push(`  ${r.startFailures.length} failed start(s) of HCP`);
@@ -105,6 +115,16 @@ export function printReport(results: ScenarioResult[]): void {
     if (r.verdict.details.length > 15) out.push(`  - ... ${r.verdict.details.length - 15} more in the JSON report`);
   }
   process.stdout.write(`${out.join('\n')}\n`);
+}
+
+function providerLines(p: ProviderChaosFigures): string[] {
+  const ms = (v: number | null) => (v === null ? '-' : (v / 1000).toFixed(1));
+  return [
+    `  provider faults: ${p.faults_injected} (${fmt(p.faults_by_kind) || 'none'})`,
+    `  changes behind HCP's back: ${p.changes_behind_back}, shown by HCP: ${p.drift_repaired}; read model disagreed p50 ${ms(p.disagreement_p50_ms)} s, max ${ms(p.disagreement_max_ms)} s`,
+    `  drift found by the reconcile loop: ${fmt(p.drift_found_by_kind) || 'none'}`,
+    `  orphans left after reconcile: ${p.orphans_left} at the provider, ${p.orphans_listed} listed open`,
+  ];
 }
 
 function fiveHundreds(r: ScenarioResult): string {

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { type ChaosPostgres, sleep } from './chaos-postgres';
 import { type CrashRecord, HcpFleet } from './hcp-fleet';
+import { ProviderChaos } from './provider-chaos';
 import { ProxmoxSimProcess } from './proxmox-sim-process';
 import { RecoveryClock } from './recovery';
 import { RESULTS_DIR, RUN_STAMP, type ScenarioResult } from './report';
@@ -41,7 +42,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
   const fleet = new HcpFleet(
     path.join(dir, 'hcp'),
     databaseUrl,
-    HCP_ENV,
+    { ...HCP_ENV, ...scenario.env },
     {
       onCrash: (crash) => {
         crashes.push(crash);
@@ -55,13 +56,31 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
   try {
     await fleet.start(scenario.instances);
     const projects = [0, 1, 2].map((i) => `chaos-${options.index}-p${i}`);
-    const tenantToken = fleet.token('chaos-tenant', Object.fromEntries(projects.map((p) => [p, 'admin'])));
+    // The drift project is the provider chaos's own: the tenant stream never touches its VMs.
+    const driftProject = `chaos-${options.index}-drift`;
+    const tenantToken = fleet.token(
+      'chaos-tenant',
+      Object.fromEntries([...projects, driftProject].map((p) => [p, 'admin'])),
+    );
     const opsToken = fleet.token('chaos-ops', {}, ['infra-admin', 'cloud-operator']);
     const reader = makeReader(fleet, tenantToken, opsToken);
     const choice = await registerProxmox(reader, fleet, sim, opsToken, tenantToken);
     log(
       `  ${scenario.instances} HCP process(es) up, Proxmox registered (${Math.round((Date.now() - started) / 1000)} s)`,
     );
+
+    const provider = scenario.provider
+      ? new ProviderChaos(
+          sim,
+          { project: driftProject, token: tenantToken, urls: () => fleet.urls },
+          choice,
+          options.long ? 120_000 : 60_000,
+        )
+      : undefined;
+    if (provider && scenario.provider) {
+      await provider.prepare(scenario.provider.driftVms, reader);
+      log(`  ${scenario.provider.driftVms} drift VMs running`);
+    }
 
     const recovery = new RecoveryClock();
     const workload = new Workload({
@@ -85,6 +104,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
       long: options.long,
       log: (m) => log(`  ${m}`),
       notes: [],
+      provider,
     };
     workload.start();
     let probing = true;
@@ -97,6 +117,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     );
     await scenario.inject(ctx);
     await sleep(Math.max(0, ctx.until - Date.now()));
+    await sim.clearFaults();
     await workload.stop();
     // Whatever the injector left down comes back before the settle period: everything runs normally now.
     for (const slot of fleet.slots) {
@@ -111,9 +132,18 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     log(`  stream over: ${workload.ledger.length} requests; settling`);
     const open = await settleJobs(reader, workload.ledger, options.long ? 180_000 : 90_000);
     recovery.close();
+    // The provider's truth is counted once the reconcile loop had its chance: after the changes behind
+    // HCP's back were shown (or their watch ran out) and the orphans of failed creates were removed.
+    if (provider)
+      await provider.finish(
+        reader,
+        fleet.slots.map((s) => s.baseUrl),
+        () => sim.vms(),
+      );
     const verdict = await verify(reader, workload.ledger, await sim.vms());
     if (open.length > 0) verdict.details.push(`${open.length} job(s) still open after the settle period`);
     if (scenario.id === 'poison-event') await inspectPoison(ctx, reader, verdict.details);
+    if (provider) verdict.details.push(...provider.figures.details);
     for (const slot of fleet.slots) ctx.notes.push(...(await metricNotes(slot.baseUrl, slot.index)));
     for (const slot of fleet.slots) {
       const ms = await slot.terminate(90_000);
@@ -132,6 +162,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
       shutdowns: ctx.shutdowns,
       notes: ctx.notes,
       ledger: workload.ledger,
+      ...(provider ? { provider: provider.figures } : {}),
     };
   } catch (error) {
     // The suite could not finish this scenario (HCP would not start, a registration was refused): report

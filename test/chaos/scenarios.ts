@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sleep } from './chaos-postgres';
 import type { ChaosPostgres } from './chaos-postgres';
 import type { HcpFleet } from './hcp-fleet';
+import type { ProviderChaos } from './provider-chaos';
 import type { RecoveryClock } from './recovery';
 
 /** What a scenario's fault injector gets to work with while the stream runs. */
@@ -17,12 +18,18 @@ export interface ChaosContext {
   long: boolean;
   log(message: string): void;
   notes: string[];
+  /** The provider's chaos (faults, changes behind HCP's back), for scenarios that ask for it. */
+  provider?: ProviderChaos;
 }
 
 export interface Scenario {
   id: string;
   title: string;
   instances: number;
+  /** Settings of this scenario's HCP processes on top of the suite's. */
+  env?: Record<string, string>;
+  /** Prepares VMs of a project of their own that the injector changes behind HCP's back. */
+  provider?: { driftVms: number };
   inject(ctx: ChaosContext): Promise<void>;
 }
 
@@ -144,6 +151,25 @@ export const SCENARIOS: Scenario[] = [
         ctx.notes.push(`poison VmCreateRequested on vm-${vmId}`);
         ctx.recovery.faultEnded('poison event appended');
       }
+    },
+  },
+  {
+    id: 'provider-chaos',
+    title: "Proxmox faults at random and VMs stopped, started and deleted behind HCP's back",
+    instances: 2,
+    // Reconcile often, and let it remove what failed creates left when their own cleanup failed too.
+    env: { HCP_RECONCILE_INTERVAL_MS: '2000', HCP_ORPHAN_POLICY: 'destroy' },
+    provider: { driftVms: 4 },
+    async inject(ctx) {
+      const provider = ctx.provider!;
+      while (await pause(ctx, 800, 2_500)) {
+        const action =
+          Math.random() < 0.6 ? await provider.injectFault() : await provider.changeBehindBack().catch(String);
+        if (action) ctx.log(action);
+      }
+      ctx.notes.push(
+        `${provider.figures.faults_injected} provider faults, ${provider.figures.changes_behind_back} changes behind HCP's back`,
+      );
     },
   },
 ];

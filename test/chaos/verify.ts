@@ -208,7 +208,7 @@ export async function verify(reader: Reader, ledger: LedgerEntry[], providerVms:
   return v;
 }
 
-async function listAll(reader: Reader, path: string): Promise<any[]> {
+export async function listAll(reader: Reader, path: string): Promise<any[]> {
   const items: any[] = [];
   let cursor: string | null = null;
   do {
