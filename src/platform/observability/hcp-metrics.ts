@@ -102,6 +102,21 @@ export class HcpMetrics {
     labelNames: ['action', 'provider'] as const,
   });
 
+  readonly failedCreateCleanups = new Counter({
+    name: 'hcp_failed_create_cleanups_total',
+    help: 'Provider VMs of creates that failed for good, by what their cleanup did: removed (or nothing was there), failed (left for the orphan list), skipped (a newer request owns the VM)',
+    labelNames: ['outcome'] as const,
+  });
+  readonly consoleSessionsSwept = new Counter({
+    name: 'hcp_console_sessions_swept_total',
+    help: 'Console sessions the sweeper closed because the HCP instance relaying them died, or that were never connected in time',
+    labelNames: ['reason'] as const,
+  });
+  readonly consoleSweepFailures = new Counter({
+    name: 'hcp_console_sweep_failures_total',
+    help: 'Runs of the console session sweeper that failed (logged; the next run goes on)',
+  });
+
   readonly publishFailures = new Counter({
     name: 'hcp_publish_failures_total',
     help: 'Failed publications of audit or metering records',
