@@ -7,6 +7,7 @@ import {
   CONSOLE_SESSION_STREAM_PREFIX,
   JOB_STREAM_PREFIX,
   JobQueued,
+  ORPHAN_STREAM_PREFIX,
   REQUEST_STREAM_PREFIX,
   VM_STREAM_PREFIX,
 } from '@hcp/domain';
@@ -54,6 +55,8 @@ export class AuditProjection implements RebuildableProjection {
     CONSOLE_SESSION_STREAM_PREFIX,
     // Drift the reconciler observed (VmStateObserved, VmVanished); other VM events are not audited.
     VM_STREAM_PREFIX,
+    // What ops and the orphan policy did with provider resources that have no live VM.
+    ORPHAN_STREAM_PREFIX,
   ];
 
   constructor(private readonly sink: AuditSink) {}

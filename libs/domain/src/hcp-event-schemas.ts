@@ -2,6 +2,7 @@ import { CONSOLE_EVENT_SCHEMAS } from './console/console.event-schemas';
 import { EventSchemaRegistry } from './events/event-schemas';
 import { JOB_EVENT_SCHEMAS } from './job/job.event-schemas';
 import { OPS_EVENT_SCHEMAS } from './ops/ops.event-schemas';
+import { ORPHAN_EVENT_SCHEMAS } from './orphan/orphan.event-schemas';
 import { QUOTA_EVENT_SCHEMAS } from './quota/quota.event-schemas';
 import { REFUSAL_EVENT_SCHEMAS } from './refusal/refusal.event-schemas';
 import { REQUEST_EVENT_SCHEMAS, SECURITY_EVENT_SCHEMAS } from './security/security.event-schemas';
@@ -22,5 +23,6 @@ export function createHcpEventSchemas(): EventSchemaRegistry {
     ...REQUEST_EVENT_SCHEMAS,
     ...REFUSAL_EVENT_SCHEMAS,
     ...CONSOLE_EVENT_SCHEMAS,
+    ...ORPHAN_EVENT_SCHEMAS,
   });
 }

@@ -5,6 +5,7 @@ import {
 } from './console/console-session.events';
 import { JOB_EVENT_VERSIONS, JobEvent, upcastJobQueuedV1 } from './job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from './ops/ops-resources';
+import { ORPHAN_EVENT_VERSIONS, OrphanEvent } from './orphan/orphan.events';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent } from './quota/quota.events';
 import { REFUSAL_EVENT_VERSIONS, RefusalEvent } from './refusal/refusal.events';
 import {
@@ -25,7 +26,8 @@ export type HcpEvent =
   | QuotaEvent
   | RequestEvent
   | RefusalEvent
-  | ConsoleSessionEvent;
+  | ConsoleSessionEvent
+  | OrphanEvent;
 
 /** The current version of every HCP event type. */
 export const HCP_EVENT_VERSIONS: Readonly<Record<string, number>> = {
@@ -37,6 +39,7 @@ export const HCP_EVENT_VERSIONS: Readonly<Record<string, number>> = {
   ...REQUEST_EVENT_VERSIONS,
   ...REFUSAL_EVENT_VERSIONS,
   ...CONSOLE_SESSION_EVENT_VERSIONS,
+  ...ORPHAN_EVENT_VERSIONS,
 };
 
 /**

@@ -20,5 +20,8 @@ export * from './audit/audit-record';
 export * from './audit/metering-record';
 export * from './console/console-session.events';
 export * from './console/console-session.state-machine';
+export * from './orphan/orphan.events';
+export * from './orphan/orphan.state-machine';
+export * from './orphan/orphan-rule';
 export * from './events/event-schemas';
 export * from './hcp-event-schemas';

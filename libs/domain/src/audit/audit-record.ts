@@ -1,6 +1,7 @@
 import { ConsoleSessionEvent } from '../console/console-session.events';
 import { JOB_RECOVERY_REASON_MAX, JobEvent } from '../job/job.events';
 import { OpsResourceEvent } from '../ops/ops-resources';
+import { ORPHAN_OPS_PROJECT, OrphanEvent } from '../orphan/orphan.events';
 import { RejectedRequestValues, RequestEvent } from '../security/request.events';
 import { BreakGlassUsed } from '../security/security.events';
 import { RequestRefusalsSuppressed } from '../refusal/refusal.events';
@@ -55,6 +56,7 @@ export interface AuditSource {
     | JobEvent
     | OpsResourceEvent
     | ConsoleSessionEvent
+    | OrphanEvent
     | { type: string; data: unknown; version: number };
   event_id: string;
   stream_id: string;
@@ -100,7 +102,8 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
     | JobEvent
     | ConsoleSessionEvent
     | VmStateObserved
-    | VmVanished;
+    | VmVanished
+    | OrphanEvent;
   switch (e.type) {
     case 'RequestReceived':
       return {
@@ -181,8 +184,8 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         ...base,
         actor: job.actor,
         action: job.type,
-        target: { job_id: source.stream_id.slice('job-'.length), vm_id: job.resource_id },
-        project_id: job.project_id,
+        target: jobTarget(source.stream_id, job),
+        project_id: jobProject(job),
         result,
         ...(e.type === 'JobFailed' ? { error_code: e.data.error.code } : {}),
         details,
@@ -195,8 +198,8 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         ...base,
         actor: source.actor,
         action: 'job.recover',
-        target: { job_id: source.stream_id.slice('job-'.length), vm_id: job.resource_id },
-        project_id: job.project_id,
+        target: jobTarget(source.stream_id, job),
+        project_id: jobProject(job),
         result: 'succeeded',
         details: {
           action: e.data.action,
@@ -270,8 +273,81 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
         },
       };
     }
+    case 'OrphanFound':
+    case 'OrphanAdopted':
+    case 'OrphanDestroyRequested':
+    case 'OrphanDestroyed':
+    case 'OrphanDestroyFailed':
+    case 'OrphanCleared':
+      return orphanRecord(e, base, source);
     default:
       return null;
+  }
+}
+
+/** A job's target names its resource by kind: the VM of `vm.*` jobs, the orphan of `orphan.*` ones. */
+function jobTarget(streamId: string, job: AuditJobInfo): Record<string, string> {
+  const resource = job.type.startsWith('orphan.') ? 'orphan_id' : 'vm_id';
+  return { job_id: streamId.slice('job-'.length), [resource]: job.resource_id };
+}
+
+/** Jobs on orphans HCP has no VM record for run in the reserved ops project, which is no project. */
+const jobProject = (job: AuditJobInfo): string | null =>
+  job.project_id === ORPHAN_OPS_PROJECT ? null : job.project_id;
+
+/** What ops and HCP's orphan policy did with a provider resource that has no live VM, by whom. */
+function orphanRecord(
+  e: Exclude<OrphanEvent, { type: 'OrphanObserved' }>,
+  base: Pick<AuditRecord, 'event_id' | 'timestamp' | 'trace_id'>,
+  source: AuditSource,
+): AuditRecord {
+  const record = { ...base, actor: source.actor, target: { orphan_id: source.stream_id.slice('orphan-'.length) } };
+  switch (e.type) {
+    case 'OrphanFound': {
+      const { hcp_id, hcp_record, power_state, provider_id, cluster_id, project_id } = e.data;
+      return {
+        ...record,
+        action: 'orphan.found',
+        project_id,
+        result: 'succeeded',
+        details: { hcp_id, hcp_record, power_state, provider_id, cluster_id },
+      };
+    }
+    case 'OrphanAdopted':
+      return {
+        ...record,
+        action: 'orphan.adopt',
+        project_id: e.data.project_id,
+        result: 'succeeded',
+        details: { vm_id: e.data.vm_id, power_state: e.data.power_state },
+      };
+    case 'OrphanDestroyRequested':
+      return {
+        ...record,
+        action: 'orphan.destroy',
+        project_id: e.data.project_id === ORPHAN_OPS_PROJECT ? null : e.data.project_id,
+        result: 'accepted',
+        details: { job_id: e.data.job_id, requested_by: e.data.requested_by },
+      };
+    case 'OrphanDestroyed':
+      return { ...record, action: 'orphan.destroy', project_id: null, result: 'succeeded', details: e.data };
+    case 'OrphanDestroyFailed':
+      return {
+        ...record,
+        action: 'orphan.destroy',
+        project_id: null,
+        result: 'failed',
+        error_code: e.data.error.code,
+        details: { job_id: e.data.job_id, error: { code: e.data.error.code, message: e.data.error.message } },
+      };
+    case 'OrphanCleared':
+      return {
+        ...record,
+        action: 'orphan.clear',
+        project_id: null,
+        result: 'succeeded',
+        details: { reason: e.data.reason },
+      };
   }
 }
 
