@@ -27,7 +27,17 @@ function toRow(state: JobState, position: bigint): JobReadModelRow {
     finished_at: state.finished_at ? new Date(state.finished_at) : null,
     error: state.error,
     trace_id: state.trace_id,
-    state,
+    state: withoutFacts(state),
     position: position.toString(),
   };
+}
+
+/**
+ * Facts are provider handles for the job's own attempts (the worker reads them from the job's stream):
+ * the read model behind the job answer never holds them.
+ */
+function withoutFacts(state: JobState): JobState {
+  if (!state.facts) return state;
+  const { facts: _facts, ...rest } = state;
+  return rest;
 }

@@ -9,6 +9,13 @@ export interface JobAttempt {
   deadline: Date;
   signal: AbortSignal;
   trace_id: string;
+  /** The facts earlier attempts of this job recorded (latest value per key); empty on a first attempt. */
+  recorded: Readonly<Record<string, unknown>>;
+  /**
+   * Appends a fact on the job's stream before the work acts on it (see CallContext.record): only while
+   * this attempt holds the job, idempotent for the same key and value; it throws when it could not.
+   */
+  record(key: string, value: unknown): Promise<void>;
 }
 
 /** What an executor made of one attempt. Nothing of it is on the job's stream yet: the runner writes that. */

@@ -709,6 +709,73 @@ describe('JobRunner', () => {
     });
   });
 
+  describe('facts an attempt records', () => {
+    const CLONE = { node: 'pve1', vmid: 104 };
+
+    it('are appended on the job stream while the attempt runs, and handed to the next attempt in recorded', async () => {
+      const job = await givenJob();
+      let streamAfterRecord: string[] = [];
+      executor.willAnswer(async (_job, attempt) => {
+        expect(attempt.recorded).toEqual({});
+        await attempt.record('proxmox.clone', CLONE);
+        await attempt.record('proxmox.clone', { ...CLONE }); // the same again: nothing more
+        streamAfterRecord = await streamTypes(job);
+        return { kind: 'failed', target: 'proxmox', error: new HcpError('PROVIDER_UNAVAILABLE', 'answer lost') };
+      });
+
+      expect(await run(job)).toMatchObject({ kind: 'retry' });
+      expect(streamAfterRecord).toEqual(['JobQueued', 'JobStarted', 'JobFactRecorded']);
+
+      jest.setSystemTime(at(POLICY.retryBackoffMs));
+      executor.willAnswer(executor.done('proxmox'));
+      await run(job);
+
+      const [, second] = executor.calls.filter((c) => c.call === 'perform') as Array<{ attempt: { recorded: object } }>;
+      expect(second.attempt.recorded).toEqual({ 'proxmox.clone': CLONE });
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobFactRecorded', { attempt: 1, key: 'proxmox.clone', value: CLONE }),
+        jobEvent('JobAttemptFailed', {
+          attempt: 1,
+          error: { code: 'PROVIDER_UNAVAILABLE', message: 'answer lost', retryable: true },
+          retry_at: at(POLICY.retryBackoffMs).toISOString(),
+        }),
+        jobEvent('JobStarted', { attempt: 2, worker: WORKER }),
+        jobEvent('JobSucceeded', { attempt: 2 }),
+      ]);
+    });
+
+    it('are refused once the lease is lost, with nothing written', async () => {
+      const job = await givenJob();
+      let refusal: unknown = null;
+      executor.willAnswer(async (_job, attempt) => {
+        lease.abort();
+        refusal = await attempt.record('proxmox.clone', CLONE).catch((err: unknown) => err);
+        return { kind: 'failed', target: 'proxmox', error: refusal };
+      });
+
+      expect(await run(job)).toEqual({ kind: 'lease_lost' });
+      expect(refusal).toMatchObject({ code: 'CONFLICT' });
+      expect(await streamTypes(job)).toEqual(['JobQueued', 'JobStarted']);
+    });
+
+    it('are refused when another writer moved the job meanwhile (a worker that took it over)', async () => {
+      const job = await givenJob();
+      let refusal: unknown = null;
+      executor.willAnswer(async (_job, attempt) => {
+        const taken = await jobs.load(job.id);
+        await jobs.append(taken, decideJob(taken.state, attemptFailed(LEASE_EXPIRED)), eventContext('other', TRACE));
+        refusal = await attempt.record('proxmox.clone', CLONE).catch((err: unknown) => err);
+        return { kind: 'failed', target: 'proxmox', error: refusal };
+      });
+
+      await run(job).catch(() => undefined); // its own next step loses to the other writer as well
+
+      expect(refusal).toMatchObject({ code: 'CONFLICT' });
+      expect(await streamTypes(job)).toEqual(['JobQueued', 'JobStarted', 'JobAttemptFailed']);
+    });
+  });
+
   /** `n` attempts that each started and failed with PROVIDER_UNAVAILABLE; the job is queued again. */
   function failedAttempts(n: number): JobCommand[] {
     return Array.from({ length: n }, (_, i) => [started(`worker-${i}`), attemptFailed()]).flat();

@@ -94,12 +94,27 @@ export class JobRunner {
     job = await this.step(job, { type: 'start', worker }, traceId);
     const running = stateOf(job);
 
+    // Facts go on the job's stream expecting the revision this attempt last wrote: a worker that took the
+    // job over (or ops) wrote since, so the append fails instead of recording for an attempt that is no
+    // longer the job's. Records run one after another so they never race each other.
+    let recording: Promise<unknown> = Promise.resolve();
+    const record = (key: string, value: unknown): Promise<void> => {
+      const next = recording.then(async () => {
+        if (signal.aborted) throw leaseGone(running.id);
+        job = await this.step(job, { type: 'record_fact', key, value }, traceId);
+      });
+      recording = next.catch(() => undefined);
+      return next;
+    };
     const work = await executor.perform(running, {
       worker,
       deadline: new Date(Math.min(Date.now() + policy.attemptTimeoutMs, Date.parse(running.deadline))),
       signal,
       trace_id: running.trace_id,
+      recorded: running.facts ?? {},
+      record,
     });
+    await recording;
     if (work.kind === 'settled') {
       await this.step(job, work.error ? { type: 'fail', error: work.error } : { type: 'succeed' }, traceId);
       this.countFinished(running, NO_PROVIDER, work.error?.code ?? 'succeeded');
@@ -186,6 +201,10 @@ export class JobRunner {
 }
 
 const stateOf = (job: Loaded<JobState>): JobState => job.state!;
+
+/** A record asked for after the attempt lost the job: the work must not act on it. */
+const leaseGone = (jobId: string) =>
+  new HcpError('CONFLICT', `job ${jobId} is no longer held by this attempt; nothing was recorded`, undefined, true);
 
 function backoff(baseMs: number, attempt: number): number {
   const exponential = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.max(0, attempt - 1));

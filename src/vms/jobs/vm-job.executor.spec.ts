@@ -67,6 +67,7 @@ describe('VmJobExecutor', () => {
   let drivers: RecordingDriverLookup;
   let executor: VmJobExecutor;
   let attempt: JobAttempt;
+  let factsRecorded: Array<{ key: string; value: unknown }>;
   /** How many events the VM's stream held when the GIVEN ended. */
   let given = 0;
 
@@ -86,7 +87,12 @@ describe('VmJobExecutor', () => {
       deadline: new Date('2026-03-01T12:00:30.000Z'),
       signal: new AbortController().signal,
       trace_id: TRACE,
+      recorded: { 'proxmox.clone': { node: 'pve1', vmid: 104 } },
+      record: async (key, value) => {
+        factsRecorded.push({ key, value });
+      },
     };
+    factsRecorded = [];
   });
 
   // GIVEN ---------------------------------------------------------------------------------------------
@@ -186,9 +192,26 @@ describe('VmJobExecutor', () => {
               power_on: true,
             },
           ],
-          ctx: { deadline: attempt.deadline, signal: attempt.signal, trace_id: TRACE },
+          ctx: {
+            deadline: attempt.deadline,
+            signal: attempt.signal,
+            trace_id: TRACE,
+            recorded: attempt.recorded,
+            record: attempt.record,
+          },
         },
       ]);
+    });
+
+    it('hands the driver the facts earlier attempts recorded, and the way to record one on the job', async () => {
+      const job = await givenVmRequested();
+
+      await executor.perform(job, attempt);
+
+      const { ctx } = driver.calls[0]!;
+      expect(ctx.recorded).toEqual({ 'proxmox.clone': { node: 'pve1', vmid: 104 } });
+      await ctx.record?.('proxmox.clone', { node: 'pve2', vmid: 105 });
+      expect(factsRecorded).toEqual([{ key: 'proxmox.clone', value: { node: 'pve2', vmid: 105 } }]);
     });
 
     it('leaves user data out of the driver call when the request had none', async () => {
@@ -302,7 +325,16 @@ describe('VmJobExecutor', () => {
       expect(work).toMatchObject({ kind: 'done', target: 'simulator' });
       expect(drivers.lookups).toEqual([{ provider_id: 'prov-1', cluster_id: 'clu-1' }]);
       expect(driver.calls).toEqual([
-        { ...call, ctx: { deadline: attempt.deadline, signal: attempt.signal, trace_id: TRACE } },
+        {
+          ...call,
+          ctx: {
+            deadline: attempt.deadline,
+            signal: attempt.signal,
+            trace_id: TRACE,
+            recorded: attempt.recorded,
+            record: attempt.record,
+          },
+        },
       ]);
       expect(await providerCallsTimed()).toEqual([
         { labels: { provider: 'simulator', operation: job.type.slice(3), outcome: 'ok' }, value: 1 },
@@ -466,16 +498,91 @@ describe('VmJobExecutor', () => {
 
       await executor.recordFailure(job, UNAVAILABLE);
 
+      // A failed create also removes what the provider made of it, and says so in the cause.
+      const error = operation === 'create' ? { ...UNAVAILABLE, details: { cleanup: 'removed' } } : UNAVAILABLE;
       expect(await vmEventsWritten()).toEqual([
-        vmEvent('VmOperationFailed', { job_id: job.id, operation, error: UNAVAILABLE, status_after: statusAfter }),
+        vmEvent('VmOperationFailed', { job_id: job.id, operation, error, status_after: statusAfter }),
       ]);
       expect((await vms.load(VM)).state).toMatchObject({
         status: statusAfter,
         pending_job_id: null,
         last_job_id: job.id,
-        last_error: UNAVAILABLE,
+        last_error: error,
       });
+      expect(driver.methods()).toEqual(operation === 'create' ? ['deleteVm'] : []);
+    });
+
+    it('removes the VM of a failed create at the provider by its HCP id before the VM records the failure, with its own deadline and signal', async () => {
+      const job = { ...(await givenVmRequested()), facts: { 'proxmox.clone': { node: 'pve1', vmid: 104 } } };
+      let eventsWhileRemoving: VmEvent[] | null = null;
+      const removing = driver.deleteVm.bind(driver);
+      driver.deleteVm = async (hcpId, ctx) => {
+        eventsWhileRemoving = await vmEventsWritten();
+        return removing(hcpId, ctx);
+      };
+      const before = Date.now();
+
+      await executor.recordFailure(job, UNAVAILABLE);
+
+      expect(eventsWhileRemoving).toEqual([]);
+      const [removal] = driver.calls;
+      expect(removal).toMatchObject({ method: 'deleteVm', args: [VM] });
+      expect(removal.ctx.signal).not.toBe(attempt.signal);
+      expect(removal.ctx.signal.aborted).toBe(false);
+      expect(removal.ctx.deadline.getTime()).toBeGreaterThan(before);
+      expect(removal.ctx.recorded).toEqual(job.facts);
+      expect(removal.ctx.record).toBeUndefined();
+      expect((await vms.load(VM)).state).toMatchObject({ status: 'error' });
+    });
+
+    it('records a removal that failed in the cause, with its reason, and the VM in error all the same', async () => {
+      const job = await givenVmRequested();
+      driver.failNext(new HcpError('PROVIDER_UNAVAILABLE', 'the provider did not answer the delete'));
+
+      await executor.recordFailure(job, UNAVAILABLE);
+
+      const error = {
+        ...UNAVAILABLE,
+        details: {
+          cleanup: 'failed',
+          cleanup_error: { code: 'PROVIDER_UNAVAILABLE', message: 'the provider did not answer the delete' },
+        },
+      };
+      expect(await vmEventsWritten()).toEqual([
+        vmEvent('VmOperationFailed', { job_id: job.id, operation: 'create', error, status_after: 'error' }),
+      ]);
+      expect((await metrics.failedCreateCleanups.get()).values.find((v) => v.labels.outcome === 'failed')?.value).toBe(
+        1,
+      );
+    });
+
+    it('records a removal it could not even ask for (the provider is gone) as failed', async () => {
+      const job = await givenVmRequested();
+      drivers.failWith(new HcpError('NOT_FOUND', 'provider not found'));
+
+      await executor.recordFailure(job, UNAVAILABLE);
+
+      expect((await vms.load(VM)).state?.last_error?.details).toEqual({
+        cleanup: 'failed',
+        cleanup_error: { code: 'NOT_FOUND', message: 'provider not found' },
+      });
+    });
+
+    it('never removes a VM that settled its create already', async () => {
+      const job = await givenVmRequested();
+      await outcome({
+        type: 'succeeded',
+        job_id: job.id,
+        operation: 'create',
+        power_state: 'running',
+        addresses: ADDRESSES,
+      });
+      await markGiven();
+
+      await executor.recordFailure(job, UNAVAILABLE);
+
       expect(driver.calls).toEqual([]);
+      expect(await vmEventsWritten()).toEqual([]);
     });
 
     it('changes nothing on a VM that settled the job already', async () => {

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import {
   conflict,
   decideVm,
@@ -15,7 +15,9 @@ import {
   VmState,
 } from '@hcp/domain';
 import { CallContext, ProviderDriver, VmAddress } from '@hcp/providers';
+import { HcpConfig } from '../../config/hcp-config';
 import { eventContext } from '../../platform/event-sourcing/event-context';
+import { HCP_CONFIG } from '../../platform/tokens';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { DriverRegistry } from '../../ops';
 import { JOB_WORKER_ACTOR, JobAttempt, JobExecutor, JobWork } from '../../jobs';
@@ -28,11 +30,21 @@ import { VmRepository } from '../vm.repository';
  */
 @Injectable()
 export class VmJobExecutor implements JobExecutor {
+  private readonly logger = new Logger('vm-jobs');
+  /**
+   * How long the removal of a failed create's VM may take. Whoever fails the job holds its row for a
+   * lease without renewing it (the deadline sweep, ops mark-failed), so the cleanup ends well within one.
+   */
+  private readonly cleanupTimeoutMs: number;
+
   constructor(
     private readonly vms: VmRepository,
     @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'driverFor'>,
     private readonly metrics: HcpMetrics,
-  ) {}
+    @Optional() @Inject(HCP_CONFIG) config?: Pick<HcpConfig, 'jobs'>,
+  ) {
+    this.cleanupTimeoutMs = Math.max(1000, Math.floor(((config?.jobs.leaseMs ?? 30_000) * 2) / 3));
+  }
 
   async perform(job: JobState, attempt: JobAttempt): Promise<JobWork> {
     const vm = (await this.vms.load(job.resource_id)).state;
@@ -47,7 +59,13 @@ export class VmJobExecutor implements JobExecutor {
     try {
       const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
       providerType = driver.type;
-      const call: CallContext = { deadline: attempt.deadline, signal: attempt.signal, trace_id: attempt.trace_id };
+      const call: CallContext = {
+        deadline: attempt.deadline,
+        signal: attempt.signal,
+        trace_id: attempt.trace_id,
+        recorded: attempt.recorded,
+        record: attempt.record,
+      };
       const outcome: VmOutcome = {
         type: 'succeeded',
         job_id: job.id,
@@ -62,8 +80,16 @@ export class VmJobExecutor implements JobExecutor {
     }
   }
 
-  recordFailure(job: JobState, error: HcpErrorShape): Promise<void> {
-    return this.record(job, { type: 'failed', job_id: job.id, operation: operationOf(job), error });
+  /**
+   * A create that failed for good first removes what the provider made of it (a half-configured clone, a
+   * VM whose start failed), then the VM records the failure in `error` with its cause; a removal that
+   * fails is in the cause's details (`cleanup: 'failed'`), and the reconcile scan lists the VM's resource
+   * as an orphan for ops.
+   */
+  async recordFailure(job: JobState, error: HcpErrorShape): Promise<void> {
+    const operation = operationOf(job);
+    const cause = operation === 'create' ? await this.cleanUpFailedCreate(job, error) : error;
+    await this.record(job, { type: 'failed', job_id: job.id, operation, error: cause });
   }
 
   /**
@@ -84,6 +110,45 @@ export class VmJobExecutor implements JobExecutor {
     } catch (err) {
       if (err instanceof HcpError && err.code === 'NOT_FOUND') throw conflict('the VM of this job is gone');
       throw err;
+    }
+  }
+
+  /**
+   * Removes the provider's VM of a create that failed, by its HCP id (deleteVm is idempotent: nothing
+   * there is nothing to do, so a failure recorded twice removes once). Only while the VM still awaits this
+   * create: a VM that settled it, or that a newer request owns (its delete), is left to that.
+   */
+  private async cleanUpFailedCreate(job: JobState, error: HcpErrorShape): Promise<HcpErrorShape> {
+    const vm = (await this.vms.load(job.resource_id)).state;
+    if (!vm || vm.pending_job_id !== job.id) {
+      this.metrics.failedCreateCleanups.inc({ outcome: 'skipped' });
+      return error;
+    }
+    const abort = new AbortController();
+    const timer = setTimeout(
+      () => abort.abort(new HcpError('PROVIDER_TIMEOUT', 'the cleanup of the failed create ran out of time')),
+      this.cleanupTimeoutMs,
+    );
+    try {
+      const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
+      await driver.deleteVm(vm.id, {
+        deadline: new Date(Date.now() + this.cleanupTimeoutMs),
+        signal: abort.signal,
+        trace_id: job.trace_id,
+        recorded: job.facts ?? {},
+      });
+      this.metrics.failedCreateCleanups.inc({ outcome: 'removed' });
+      return withDetails(error, { cleanup: 'removed' });
+    } catch (err) {
+      const failure = toHcpError(err);
+      this.metrics.failedCreateCleanups.inc({ outcome: 'failed' });
+      this.logger.warn(`VM ${vm.id}: removing what its failed create left at the provider failed: ${failure.message}`);
+      return withDetails(error, {
+        cleanup: 'failed',
+        cleanup_error: { code: failure.code, message: failure.message },
+      });
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -139,6 +204,11 @@ export class VmJobExecutor implements JobExecutor {
     }
   }
 }
+
+const withDetails = (error: HcpErrorShape, details: Record<string, unknown>): HcpErrorShape => ({
+  ...error,
+  details: { ...error.details, ...details },
+});
 
 const operationOf = (job: JobState): VmOperation => job.type.slice('vm.'.length) as VmOperation;
 
