@@ -24,3 +24,4 @@ export { VmReadModelRow } from './vm-read-model/vm-read-model.entity';
 export { JobReadModelRow } from './job-read-model/job-read-model.entity';
 export { OpsResourceRow } from './ops-catalog/ops-resource.entity';
 export { QuotaReadModelRow } from './quota-read-model/quota-read-model.entity';
+export { OrphanReadModelRow } from './orphan-read-model/orphan-read-model.entity';

@@ -4,6 +4,7 @@ import { ClusterUsageProjection } from './cluster-usage/cluster-usage.projection
 import { jobReadModelProjection } from './job-read-model/job-read-model.projection';
 import { MeteringProjection } from './metering/metering.projection';
 import { OpsCatalogProjection } from './ops-catalog/ops-catalog.projection';
+import { orphanReadModelProjection } from './orphan-read-model/orphan-read-model.projection';
 import { quotaReadModelProjection } from './quota-read-model/quota-read-model.projection';
 import { RebuildableProjection } from './runner/projection-rebuild';
 import { vmReadModelProjection } from './vm-read-model/vm-read-model.projection';
@@ -30,6 +31,7 @@ export function readModelProjections(sinks: ReadModelSinks): RebuildableProjecti
     new OpsCatalogProjection(),
     new ClusterUsageProjection(),
     quotaReadModelProjection(),
+    orphanReadModelProjection(),
     new AuditProjection(sinks.audit),
     new MeteringProjection(sinks.metering),
   ];

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import {
   JobReadModelRow,
   OpsResourceRow,
+  OrphanReadModelRow,
   ProjectionCheckpoint,
   QuotaReadModelRow,
   VmReadModelRow,
@@ -11,7 +12,14 @@ import { MIGRATIONS } from './migrations';
 /** How long a request waits for a database connection before it fails (and answers 503). */
 export const DATABASE_CONNECTION_TIMEOUT_MS = 5000;
 
-export const ENTITIES = [VmReadModelRow, JobReadModelRow, ProjectionCheckpoint, OpsResourceRow, QuotaReadModelRow];
+export const ENTITIES = [
+  VmReadModelRow,
+  JobReadModelRow,
+  ProjectionCheckpoint,
+  OpsResourceRow,
+  QuotaReadModelRow,
+  OrphanReadModelRow,
+];
 
 export function createDataSource(
   url: string,

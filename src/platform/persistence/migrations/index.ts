@@ -4,6 +4,7 @@ import { ProjectQuotas1767398400000 } from './1767398400000-project-quotas';
 import { OpsPlane1767484800000 } from './1767484800000-ops-plane';
 import { AuditAndMetering1767571200000 } from './1767571200000-audit-and-metering';
 import { ProjectionDeadLetters1767657600000 } from './1767657600000-projection-dead-letters';
+import { OrphanReadModel1767744000002 } from './1767744000002-orphan-read-model';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   OpsPlane1767484800000,
   AuditAndMetering1767571200000,
   ProjectionDeadLetters1767657600000,
+  OrphanReadModel1767744000002,
 ];
