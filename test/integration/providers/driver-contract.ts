@@ -267,6 +267,50 @@ export function describeDriverContract(name: string, setup: () => Promise<Driver
       expect(Date.now() - started).toBeLessThan(3000);
     });
 
+    it('lists every VM of its cluster with its HCP id, power state and addresses, and no deleted one', async () => {
+      if (!h.driver.listVms) return;
+      const running = h.spec();
+      const stopped = h.spec({ power_on: false });
+      const gone = h.spec({ power_on: false });
+      await Promise.all([running, stopped, gone].map((s) => h.driver.createVm(s, op())));
+      await h.driver.deleteVm(gone.hcp_id, op());
+
+      const listed = await h.driver.listVms(op());
+      const byId = new Map(listed.map((d) => [d.hcp_id, d]));
+      const described = await h.driver.describeVm(running.hcp_id, op());
+      expect(byId.get(running.hcp_id)).toMatchObject({
+        power_state: 'running',
+        addresses: described!.addresses,
+        provider_ref: described!.provider_ref,
+      });
+      expect(byId.get(stopped.hcp_id)).toMatchObject({ power_state: 'stopped', addresses: [] });
+      expect(byId.has(gone.hcp_id)).toBe(false);
+      expect(listed.filter((d) => d.hcp_id === running.hcp_id)).toHaveLength(1);
+      await Promise.all([running, stopped].map((s) => h.driver.deleteVm(s.hcp_id, op())));
+    });
+
+    it('writes tags that describe and the listing read back, and answers NOT_FOUND for an unknown VM', async () => {
+      if (!h.driver.updateTags) return;
+      expect(h.driver.capabilities().provider_tags).toBe(true);
+      const spec = h.spec({ power_on: false, tags: { env: 'dev' } });
+      await h.driver.createVm(spec, op());
+      const tags = { env: 'prod', 'team name': 'Blue Ops', empty: '' };
+      await h.driver.updateTags(spec.hcp_id, tags, op());
+      expect((await h.driver.describeVm(spec.hcp_id, op()))!.tags).toEqual(tags);
+      if (h.driver.listVms) {
+        const listed = (await h.driver.listVms(op())).find((d) => d.hcp_id === spec.hcp_id);
+        expect(listed!.tags).toEqual(tags);
+      }
+      // Writing the same tags again is a no-op that succeeds; an empty set clears them.
+      await h.driver.updateTags(spec.hcp_id, tags, op());
+      await h.driver.updateTags(spec.hcp_id, {}, op());
+      expect((await h.driver.describeVm(spec.hcp_id, op()))!.tags).toEqual({});
+      // The VM is still found by its HCP id after its tags changed.
+      expect(await h.countVms(spec.hcp_id)).toBe(1);
+      await h.driver.deleteVm(spec.hcp_id, op());
+      expect((await caught(h.driver.updateTags(spec.hcp_id, tags, op()))).code).toBe('NOT_FOUND');
+    });
+
     it('fails with a retryable PROVIDER_UNAVAILABLE while the provider refuses service, and recovers', async () => {
       const spec = h.spec({ power_on: false });
       await h.injectUnavailable();

@@ -1026,7 +1026,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
 
     it('declares exactly what it does end to end, and does each thing it declares', async () => {
       const caps = driver.capabilities();
-      // The SPI has no snapshot, resize or tag-update call: a driver cannot honestly offer them.
+      // The SPI has no snapshot or resize call: a driver cannot honestly offer them.
       expect(caps).toEqual({
         console_types: ['vnc', 'webconsole'],
         reboot: true,
@@ -1034,11 +1034,17 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
         snapshots: false,
         resize: false,
         guest_agent_addresses: true,
-        provider_tags: false,
+        provider_tags: true,
       });
       const spec = specFor();
       const created = await driver.createVm(spec, op());
       if (caps.guest_agent_addresses) expect(created.addresses.length).toBeGreaterThan(0);
+      if (caps.provider_tags) {
+        await driver.updateTags!(spec.hcp_id, { env: 'prod' }, op());
+        const vm = onlyVm(spec.hcp_id);
+        expect(vm.tags).toEqual(expect.arrayContaining(['hcp', 'env.prod']));
+        expect((await driver.describeVm(spec.hcp_id, op()))!.tags).toEqual({ env: 'prod' });
+      }
       const mark = f.sim.requests.length;
       if (caps.reboot) expect((await driver.rebootVm(spec.hcp_id, false, op())).power_state).toBe('running');
       for (const type of caps.console_types) {

@@ -358,7 +358,7 @@ describe('SimulatorDriver on PostgreSQL', () => {
         snapshots: false,
         resize: false,
         guest_agent_addresses: true,
-        provider_tags: false,
+        provider_tags: true,
       });
     });
 

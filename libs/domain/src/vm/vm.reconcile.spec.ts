@@ -55,7 +55,7 @@ function failedCreate(): VmState {
       type: 'failed',
       job_id: 'job-create',
       operation: 'create',
-      error: { code: 'PROVIDER_ERROR', message: 'start task failed', retryable: false },
+      error: { code: 'PROVIDER_UNAVAILABLE', message: 'start task failed', retryable: false },
     }),
   )!;
 }
@@ -69,7 +69,7 @@ function failedDelete(): VmState {
       type: 'failed',
       job_id: 'job-del',
       operation: 'delete',
-      error: { code: 'PROVIDER_ERROR', message: 'locked', retryable: false },
+      error: { code: 'PROVIDER_UNAVAILABLE', message: 'locked', retryable: false },
     }),
   )!;
 }

@@ -1,12 +1,12 @@
 /**
- * What HCP reports of a VM: its power state, the addresses its guest agent knows, and where it is
- * (provider_ref). After a start the guest agent gets a while to come up and report an address.
+ * What HCP reports of a VM: its power state, the addresses its guest agent knows, where it is
+ * (provider_ref), and the tenant's tags it carries. After a start the guest agent gets a while to come up and report an address.
  */
 import { HcpError } from '@hcp/domain';
 import type { CallContext, VmAddress, VmDescription } from '../spi/provider-driver';
 import type { ProxmoxCluster } from './proxmox-cluster';
 import type { ProxmoxSettings } from './proxmox-config';
-import { agentEnabled } from './proxmox-format';
+import { agentEnabled, providerTagsOf } from './proxmox-format';
 import { pause } from './proxmox-tasks';
 import { agentAddressesOf, powerOf } from './proxmox-translate';
 import { ids, readVmStatus, type Located } from './proxmox-vm-lookup';
@@ -21,11 +21,13 @@ export async function describeLocated(
   const power = powerOf(st);
   const addresses =
     power === 'running' && agentEnabled(loc.config.agent) ? await agentAddresses(cluster, loc, ctx) : [];
+  const tags = providerTagsOf(loc.config);
   return {
     hcp_id: hcpId,
     power_state: power,
     addresses,
     provider_ref: { provider_id: cluster.providerId, cluster_id: cluster.clusterId, node: loc.node, vmid: loc.vmid },
+    ...(tags ? { tags } : {}),
   };
 }
 
@@ -53,7 +55,7 @@ export async function describeWithAddresses(
 }
 
 /** Global addresses the guest agent reports; [] when it does not answer. */
-async function agentAddresses(cluster: ProxmoxCluster, loc: Located, ctx: CallContext): Promise<VmAddress[]> {
+export async function agentAddresses(cluster: ProxmoxCluster, loc: Located, ctx: CallContext): Promise<VmAddress[]> {
   let data: { result?: unknown } | null;
   try {
     data = await cluster.client.request<{ result?: unknown }>(

@@ -4,12 +4,16 @@ import {
   buildDescription,
   cloneMarkerName,
   decodeSshKeys,
+  descriptionWithTags,
   diskSizeOf,
   dnsName,
   encodeSshKeys,
   hcpIdOfDescription,
   hcpIdTag,
   macOf,
+  providerTagsOf,
+  proxmoxTagList,
+  tagsOfDescription,
   memoryMiB,
   netOnBridge,
   parseTags,
@@ -95,5 +99,39 @@ describe('HCP marks', () => {
     expect(agentEnabled('enabled=1,fstrim_cloned_disks=1')).toBe(true);
     expect(agentEnabled('0')).toBe(false);
     expect(agentEnabled(undefined)).toBe(false);
+  });
+});
+
+describe('tenant tags on a Proxmox VM', () => {
+  const ID = '0b6f3c1e-2a4d-4e8f-9a1b-2c3d4e5f6a7b';
+  const description = buildDescription({ hcp_id: ID, project_id: 'p1', name: 'web', tags: { env: 'dev' } });
+
+  it('writes HCP marks first, one valid token per tag, keeps tags others set and drops the replaced ones', () => {
+    const list = proxmoxTagList(ID, { env: 'prod', 'Team Name': 'Blue Ops' }, `hcp;hcp-id-${ID};env.dev;backup`, {
+      env: 'dev',
+    });
+    expect(list.split(';')).toEqual(['hcp', `hcp-id-${ID}`, 'env.prod', 'team_name.blue_ops', 'backup']);
+    for (const tag of list.split(';')) expect(tag).toMatch(/^[a-z0-9_][a-z0-9_+.-]*$/);
+  });
+
+  it('reads the exact tags back from the description, and only those whose token the VM carries', () => {
+    expect(tagsOfDescription(description)).toEqual({ env: 'dev' });
+    expect(providerTagsOf({ description, tags: `hcp;hcp-id-${ID};env.dev` })).toEqual({ env: 'dev' });
+    expect(providerTagsOf({ description, tags: `hcp;hcp-id-${ID}` })).toEqual({});
+  });
+
+  it('rewrites the tags of a description and keeps its identifying lines', () => {
+    const rewritten = descriptionWithTags(description, { env: 'prod' })!;
+    expect(hcpIdOfDescription(rewritten)).toBe(ID);
+    expect(rewritten).toContain('hcp-project: p1');
+    expect(rewritten).toContain('hcp-name: web');
+    expect(tagsOfDescription(rewritten)).toEqual({ env: 'prod' });
+    expect(descriptionWithTags('a VM someone made by hand', { env: 'prod' })).toBeUndefined();
+  });
+
+  it('reports tags left out of an oversized description as unknown', () => {
+    const big = buildDescription({ hcp_id: ID, tags: { blob: 'x'.repeat(9000) } });
+    expect(tagsOfDescription(big)).toBeUndefined();
+    expect(tagsOfDescription(`hcp-id: ${ID}`)).toEqual({});
   });
 });

@@ -171,6 +171,29 @@ export function hcpIdTag(hcpId: string): string {
   return `hcp-id-${tagSafe(hcpId)}`;
 }
 
+/** A tenant tag as one Proxmox tag token (`env.prod`); lossy, the description keeps the exact tags. */
+export function tenantTagToken(key: string, value: string): string {
+  return tagSafe(value === '' ? key : `${key}.${value}`);
+}
+
+/**
+ * The VM's Proxmox tag list with the tenant's tags: HCP's own `hcp` and `hcp-id-<id>` first, then one
+ * token per tenant tag, then whatever others put there (tokens of the tags HCP wrote before are HCP's,
+ * so they are replaced, not kept).
+ */
+export function proxmoxTagList(
+  hcpId: string,
+  tags: Record<string, string>,
+  current: unknown,
+  previous: Record<string, string>,
+): string {
+  const ours = new Set([HCP_TAG, hcpIdTag(hcpId)]);
+  const before = new Set(Object.entries(previous).map(([k, v]) => tenantTagToken(k, v)));
+  const tenant = Object.entries(tags).map(([k, v]) => tenantTagToken(k, v));
+  const foreign = parseTags(current).filter((t) => !ours.has(t) && !before.has(t) && !t.startsWith('hcp-id-'));
+  return [...new Set([...ours, ...tenant, ...foreign])].join(';');
+}
+
 /**
  * The name a clone gets until it is configured: found by `/cluster/resources` (which shows names and
  * tags, not descriptions), so a create interrupted between clone and configure is found again.
@@ -253,6 +276,43 @@ export function hcpIdOfDescription(description: unknown): string | undefined {
   if (typeof description !== 'string') return undefined;
   const m = /^hcp-id: (.+)$/m.exec(description);
   return m ? m[1].trim() : undefined;
+}
+
+/**
+ * The tenant's tags as the description records them: {} when it has no `hcp-tags` line, undefined when
+ * they are unknown (left out for the 8 KiB limit, or unreadable).
+ */
+export function tagsOfDescription(description: unknown): Record<string, string> | undefined {
+  if (typeof description !== 'string') return {};
+  const m = /^hcp-tags: (.*)$/m.exec(description);
+  if (!m) return {};
+  try {
+    const parsed: unknown = JSON.parse(m[1]);
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return undefined;
+    const entries = Object.entries(parsed as Record<string, unknown>);
+    return entries.every(([, v]) => typeof v === 'string') ? (parsed as Record<string, string>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The description with other tags, its identifying lines kept; undefined when it names no HCP id. */
+export function descriptionWithTags(description: unknown, tags: Record<string, string>): string | undefined {
+  const hcpId = hcpIdOfDescription(description);
+  if (hcpId === undefined || typeof description !== 'string') return undefined;
+  const line = (key: string) => new RegExp(`^${key}: (.*)$`, 'm').exec(description)?.[1];
+  return buildDescription({ hcp_id: hcpId, project_id: line('hcp-project'), name: line('hcp-name'), tags });
+}
+
+/**
+ * The tenant's tags the VM really carries at the provider: those the description records whose token
+ * is also in the Proxmox tag list (someone removing a token in the Proxmox UI shows as a difference).
+ */
+export function providerTagsOf(config: { description?: unknown; tags?: unknown }): Record<string, string> | undefined {
+  const recorded = tagsOfDescription(config.description);
+  if (!recorded) return undefined;
+  const tokens = new Set(parseTags(config.tags));
+  return Object.fromEntries(Object.entries(recorded).filter(([k, v]) => tokens.has(tenantTagToken(k, v))));
 }
 
 /** ssh keys as Proxmox wants them in `sshkeys`: one per line, URL-encoded (`%20` for spaces, not `+`). */

@@ -2,10 +2,10 @@
  * The Proxmox VE driver: HCP's VM operations over the Proxmox REST API. This class holds the use
  * cases, one method each; their steps live by concern beside it: proxmox-vm-lookup.ts (finding a VM
  * by HCP id), proxmox-create.ts, proxmox-power.ts, proxmox-delete.ts, proxmox-describe.ts,
- * proxmox-console.ts, proxmox-tasks.ts (tasks, locks, deadlines), proxmox-translate.ts (HCP shapes
+ * proxmox-list.ts (every HCP VM of the cluster), proxmox-console.ts, proxmox-tasks.ts (tasks, locks, deadlines), proxmox-translate.ts (HCP shapes
  * to Proxmox parameters and back) and proxmox-client.ts (HTTP, auth, TLS).
  */
-import { HcpError, conflict } from '@hcp/domain';
+import { HcpError, conflict, notFound } from '@hcp/domain';
 import type {
   CallContext,
   Capabilities,
@@ -31,9 +31,11 @@ import { configureVm, findOrClone, resizeDisk, settleClones } from './proxmox-cr
 import { destroyVm } from './proxmox-delete';
 import { describeLocated, describeWithAddresses } from './proxmox-describe';
 import { isVmMissing } from './proxmox-errors';
+import { descriptionWithTags, proxmoxTagList, tagsOfDescription } from './proxmox-format';
+import { listHcpVms } from './proxmox-list';
 import { ensureRunning, gracefulStop, hardStop, rebootOrReset } from './proxmox-power';
 import { badAnswer, checkSpec, powerOf } from './proxmox-translate';
-import { locateVm, readVmStatus, refuseWhileCreating, requireVm } from './proxmox-vm-lookup';
+import { ids, locateVm, readVmStatus, refuseWhileCreating, requireVm } from './proxmox-vm-lookup';
 
 export interface ProxmoxDriverOptions {
   /** `https://host:8006`. */
@@ -51,9 +53,9 @@ export interface ProxmoxDriverOptions {
 
 /**
  * What this driver does end to end through the SPI, nothing Proxmox could do but HCP cannot ask for:
- * no snapshots and no resize (the SPI has no such call; a create's disk sizing is not a resize), and
- * no provider_tags (a create writes the tags into the description, but a tag PATCH never reaches
- * Proxmox yet). The capability test in test/integration/providers/proxmox-driver.test.ts exercises
+ * no snapshots and no resize (the SPI has no such call; a create's disk sizing is not a resize).
+ * provider_tags: updateTags writes the tenant's tags into the description (exactly) and the Proxmox tag
+ * list (one token each), and the reconcile loop pushes a tag PATCH there. The capability test in test/integration/providers/proxmox-driver.test.ts exercises
  * each one declared.
  */
 const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
@@ -64,7 +66,7 @@ const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
   snapshots: false,
   resize: false,
   guest_agent_addresses: true,
-  provider_tags: false,
+  provider_tags: true,
 });
 
 export class ProxmoxDriver implements ProviderDriver {
@@ -185,6 +187,32 @@ export class ProxmoxDriver implements ProviderDriver {
         if (isVmMissing(err)) return null;
         throw err;
       }
+    });
+  }
+
+  listVms(ctx: CallContext): Promise<VmDescription[]> {
+    this.begin(ctx, 'list');
+    return listHcpVms(this.cluster, ctx);
+  }
+
+  /**
+   * The tenant's tags into the description (exact, for HCP to read back) and the Proxmox tag list (one
+   * token each, for people in the Proxmox UI); `hcp`, `hcp-id-<id>` and tags others set are kept.
+   */
+  updateTags(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void> {
+    return this.serial(hcpId, async () => {
+      this.begin(ctx, 'tags');
+      const loc = await requireVm(this.cluster, hcpId, ctx);
+      refuseWhileCreating(hcpId, loc);
+      const description = descriptionWithTags(loc.config.description, tags);
+      if (description === undefined) throw notFound(`VM ${hcpId}`);
+      const previous = tagsOfDescription(loc.config.description) ?? {};
+      const tagList = proxmoxTagList(hcpId, tags, loc.config.tags, previous);
+      const params: Record<string, string> = {};
+      if (description !== loc.config.description) params.description = description;
+      if (tagList !== loc.config.tags) params.tags = tagList;
+      if (Object.keys(params).length === 0) return;
+      await this.client.put('/nodes/{node}/qemu/{vmid}/config', ids(loc), ctx, { params, idempotent: true });
     });
   }
 

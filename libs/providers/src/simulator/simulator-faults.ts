@@ -4,7 +4,7 @@
  *
  * Configuration string: comma-separated `operation=mode[:CODE][@probability]`, for example
  *   create=fail,stop=timeout,reboot=fail@0.3,start=fail:PROVIDER_UNAVAILABLE
- * - operation: create | start | stop | reboot | delete | describe | console (each at most once)
+ * - operation: create | start | stop | reboot | delete | describe | console | list | tags (each at most once)
  * - mode: `fail` throws a retryable HcpError with CODE (default PROVIDER_UNAVAILABLE);
  *         `timeout` hangs until the call's deadline or abort, then throws PROVIDER_TIMEOUT.
  * - probability: 0..1, default 1; drawn per call.
@@ -13,7 +13,17 @@
 import { ERROR_CODES, HcpError, type ErrorCode } from '@hcp/domain';
 import type { CallContext } from '../spi/provider-driver';
 
-export const SIMULATOR_OPERATIONS = ['create', 'start', 'stop', 'reboot', 'delete', 'describe', 'console'] as const;
+export const SIMULATOR_OPERATIONS = [
+  'create',
+  'start',
+  'stop',
+  'reboot',
+  'delete',
+  'describe',
+  'console',
+  'list',
+  'tags',
+] as const;
 export type SimulatorOperation = (typeof SIMULATOR_OPERATIONS)[number];
 
 export type FaultRule =

@@ -216,9 +216,25 @@ export class SimulatorState {
     await this.query(`SELECT 1 FROM ${this.table} LIMIT 1`, []);
   }
 
-  async listVms(): Promise<SimulatorVm[]> {
-    const rows = await this.query<VmRow>(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY created_at, sim_id`);
+  /** Every VM, or those of one cluster (the simulated hypervisor's own listing). */
+  async listVms(clusterId?: string): Promise<SimulatorVm[]> {
+    const rows =
+      clusterId === undefined
+        ? await this.query<VmRow>(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY created_at, sim_id`)
+        : await this.query<VmRow>(
+            `SELECT ${COLUMNS} FROM ${this.table} WHERE cluster_id = $1 ORDER BY created_at, sim_id`,
+            [clusterId],
+          );
     return rows.map(toVm);
+  }
+
+  /** Replaces the tags of a VM; null when it does not exist. */
+  async setTags(hcpId: string, tags: Record<string, string>): Promise<SimulatorVm | null> {
+    const rows = await this.query<VmRow>(
+      `UPDATE ${this.table} SET tags = $2::jsonb, updated_at = now() WHERE hcp_id = $1 RETURNING ${COLUMNS}`,
+      [hcpId, JSON.stringify(tags)],
+    );
+    return rows.length === 0 ? null : toVm(rows[0]);
   }
 
   /**

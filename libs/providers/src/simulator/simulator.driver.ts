@@ -91,7 +91,8 @@ const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
   snapshots: false,
   resize: false,
   guest_agent_addresses: true,
-  provider_tags: false,
+  // updateTags writes the tenant's tags onto the VM; describe and listVms report them back.
+  provider_tags: true,
 });
 
 type LatencyStep = Exclude<keyof SimulatorLatency, 'scale' | 'jitter'>;
@@ -245,6 +246,19 @@ export class SimulatorDriver implements ProviderDriver {
     return vm ? this.describe(vm) : null;
   }
 
+  /** Every VM of this cluster, half-created ones included (their power state is what the row holds). */
+  async listVms(ctx: CallContext): Promise<VmDescription[]> {
+    await this.begin('list', ctx);
+    await this.step('describeMs', ctx, 'list');
+    return (await this.state.listVms(this.clusterId)).map((vm) => this.describe(vm));
+  }
+
+  async updateTags(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void> {
+    await this.begin('tags', ctx);
+    await this.step('configureMs', ctx, 'tags');
+    if (!(await this.state.setTags(hcpId, tags))) throw notFound(`VM ${hcpId}`);
+  }
+
   /**
    * A console to the VM: an in-process RFB server asking for VNC authentication with a password
    * made for this call, on one end of an in-memory pair; HCP gets the other end.
@@ -314,6 +328,7 @@ export class SimulatorDriver implements ProviderDriver {
       power_state: vm.power_state,
       addresses: vm.addresses,
       provider_ref: { provider_id: this.providerId, cluster_id: vm.cluster_id, sim_id: vm.sim_id },
+      tags: vm.tags,
     };
   }
 }
