@@ -53,6 +53,8 @@ export interface HcpConfig {
   /** How many refusals are written: the rest are counted (see src/http/rate-limit/refusal-budget.ts). */
   refusals: { recordedPerMinute: number; anonymousPerMinute: number };
   providerHealthIntervalMs: number;
+  /** How often worker processes reconcile each cluster with its provider; 0: never on their own. */
+  reconcileIntervalMs: number;
   /**
    * What HCP does with a provider resource that carries an HCP id but has no live VM: `report` lists it
    * for ops (`GET /v1/ops/orphans`), `destroy` also opens a destroy job for it as soon as it is found.
@@ -223,6 +225,12 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
       'dev mode: host names (any port, comma-separated) a request Host may name for console URLs, and a console websocket Origin may come from',
   },
   {
+    name: 'HCP_RECONCILE_INTERVAL_MS',
+    default: '60000',
+    description:
+      "how often worker processes compare each cluster's VMs with what its provider reports and record the drift (one process per cluster at a time); 0: only on demand (POST /v1/ops/vms/{id}/reconcile)",
+  },
+  {
     name: 'HCP_ORPHAN_POLICY',
     default: 'report',
     description:
@@ -376,6 +384,7 @@ export function loadConfig(
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
     providerHealthIntervalMs: int('HCP_PROVIDER_HEALTH_INTERVAL_MS', 1000, 86_400_000),
+    reconcileIntervalMs: int('HCP_RECONCILE_INTERVAL_MS', 0, 86_400_000),
     orphanPolicy: oneOf<'report' | 'destroy'>('HCP_ORPHAN_POLICY', ['report', 'destroy']),
     console: {
       connectTimeoutMs: int('HCP_CONSOLE_CONNECT_TIMEOUT_S', 1, 3600) * 1000,

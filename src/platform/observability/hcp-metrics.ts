@@ -91,6 +91,21 @@ export class HcpMetrics {
     labelNames: ['reason'] as const,
   });
 
+  readonly reconcileDrift = new Counter({
+    name: 'hcp_reconcile_drift_total',
+    help: "Differences between HCP's record of a VM and its provider that reconcile recorded (power_state, addresses, vanished) or repaired (tags)",
+    labelNames: ['kind'] as const,
+  });
+  readonly reconcileDuration = new Histogram({
+    name: 'hcp_reconcile_duration_seconds',
+    help: 'How long one reconcile pass over a cluster took (its listing, the comparison and what it recorded), per provider type',
+    labelNames: ['provider'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  });
+  readonly reconcileFailures = new Counter({
+    name: 'hcp_reconcile_failures_total',
+    help: 'Reconcile passes over a cluster that failed (provider unreachable, database error); the next pass runs as planned',
+  });
   readonly orphansOpen = new Gauge({
     name: 'hcp_orphans',
     help: 'Provider resources carrying an HCP id without a live VM that wait for ops (open, destroying or destroy failed), per provider id',

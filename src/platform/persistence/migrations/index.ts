@@ -5,6 +5,7 @@ import { OpsPlane1767484800000 } from './1767484800000-ops-plane';
 import { AuditAndMetering1767571200000 } from './1767571200000-audit-and-metering';
 import { ProjectionDeadLetters1767657600000 } from './1767657600000-projection-dead-letters';
 import { OrphanReadModel1767744000002 } from './1767744000002-orphan-read-model';
+import { ReconcileLeases1767744000010 } from './1767744000010-reconcile-leases';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   AuditAndMetering1767571200000,
   ProjectionDeadLetters1767657600000,
   OrphanReadModel1767744000002,
+  ReconcileLeases1767744000010,
 ];
