@@ -307,6 +307,44 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await driver.deleteVm(spec.hcp_id, op());
     });
 
+    it('turns the guest agent off when the settings say guest_agent: false, though the template has agent: 1', async () => {
+      const d = f.driver({
+        settings: { storage: 'local-lvm', full_clone: true, guest_agent: false, address_wait_s: 3 },
+      });
+      const spec = specFor();
+      const vm = await d.createVm(spec, op());
+      const sim = onlyVm(spec.hcp_id);
+      expect(sim.config.agent).toBe('0');
+      expect(vm.addresses).toEqual([]);
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('takes guest_agent: false from the cluster’s settings over the provider’s', async () => {
+      const d = f.driver({
+        settings: [{ storage: 'local-lvm', full_clone: true, guest_agent: true }, { guest_agent: false }],
+      });
+      const spec = specFor({ power_on: false });
+      await d.createVm(spec, op());
+      expect(onlyVm(spec.hcp_id).config.agent).toBe('0');
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('turns the guest agent on when the settings want it, though the template has none', async () => {
+      const noAgent = await startFixture(FAST, {
+        templates: [{ vmid: 9000, name: 'debian-12', node: 'pve1', storage: 'local-lvm', diskGb: 2, agent: false }],
+      });
+      try {
+        const d = noAgent.driver();
+        const spec = specFor({ power_on: false });
+        expect(noAgent.sim.listVms().find((v) => v.vmid === 9000)?.config.agent).toBeUndefined();
+        await d.createVm(spec, op());
+        expect(noAgent.sim.vmsByHcpId(spec.hcp_id)[0].config.agent).toBe('1');
+        expect(noAgent.sim.validationFailures).toEqual([]);
+      } finally {
+        await stopFixture(noAgent);
+      }
+    });
+
     it('reports the guest agent addresses by NIC', async () => {
       const spec = specFor();
       const vm = await driver.createVm(spec, op());
@@ -467,6 +505,104 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       } finally {
         await stopFixture(slow);
       }
+    });
+
+    /** A job's CallContext as the worker builds it: the facts of earlier attempts, and a record that keeps them. */
+    function jobCall(facts: Record<string, unknown>, ms: number) {
+      return {
+        ...ctx(ms),
+        recorded: { ...facts },
+        record: async (key: string, value: unknown) => {
+          facts[key] = value;
+        },
+      };
+    }
+
+    it('records the clone’s node and VMID on the job before the clone call is sent', async () => {
+      const facts: Record<string, unknown> = {};
+      const spec = specFor({ power_on: false });
+      let factWhenCloned: unknown;
+      const d = f.driver();
+      const call = jobCall(facts, 15_000);
+      const recordFact = call.record;
+      call.record = async (key, value) => {
+        await recordFact(key, value);
+        factWhenCloned = f.sim.requests.filter((r) => r.endpoint?.endsWith('/clone')).length;
+      };
+      await d.createVm(spec, call);
+      const sim = onlyVm(spec.hcp_id);
+      expect(facts).toEqual({ 'proxmox.clone': { node: sim.node, vmid: sim.vmid } });
+      expect(factWhenCloned).toBe(f.sim.requests.filter((r) => r.endpoint?.endsWith('/clone')).length - 1);
+      await d.deleteVm(spec.hcp_id, op());
+    });
+
+    it('sends no clone when the job cannot record it', async () => {
+      const spec = specFor({ power_on: false });
+      const mark = f.sim.requests.length;
+      const refusal = new HcpError('CONFLICT', 'the job is no longer held by this attempt');
+      const err = await caught(
+        driver.createVm(spec, {
+          ...ctx(15_000),
+          recorded: {},
+          record: async () => {
+            throw refusal;
+          },
+        }),
+      );
+      expect(err).toBe(refusal);
+      expect(requestsSince(mark).filter((r) => r.endpoint?.endsWith('/clone'))).toEqual([]);
+      expect(f.sim.vmsByHcpId(spec.hcp_id)).toEqual([]);
+    });
+
+    it('retried by a fresh driver with the job’s recorded clone, takes over the clone whose answer was lost instead of cloning again during its lock window', async () => {
+      const slow = await startFixture({ scale: 0.01, cloneFullMs: 60_000 });
+      try {
+        const facts: Record<string, unknown> = {};
+        const spec = specFor({ power_on: false });
+        slow.sim.addFault({ kind: 'drop-after', method: 'POST', path: '/nodes/{node}/qemu/{vmid}/clone', times: 1 });
+        // The first attempt loses the clone's answer, then runs out of time in the lock window.
+        const lost = await caught(slow.driver().createVm(spec, jobCall(facts, 250)));
+        expect(lost.code).toBe('PROVIDER_TIMEOUT');
+        const inProgress = slow.sim.vmsByHcpId(spec.hcp_id)[0];
+        expect(inProgress.config).toEqual({ lock: 'clone' });
+        expect(facts).toEqual({ 'proxmox.clone': { node: inProgress.node, vmid: inProgress.vmid } });
+
+        // Another process: a new driver, nothing in memory, only what the job recorded.
+        const mark = slow.sim.requests.length;
+        const fresh = slow.driver();
+        const inLockWindow = await caught(fresh.createVm(spec, jobCall(facts, 150)));
+        expect(inLockWindow.code).toBe('PROVIDER_TIMEOUT');
+        const vm = await slow.driver().createVm(spec, jobCall(facts, 10_000));
+
+        expect(vm.power_state).toBe('stopped');
+        expect(slow.sim.requests.slice(mark).filter((r) => r.endpoint?.endsWith('/clone'))).toEqual([]);
+        expect(slow.sim.listVms().filter((v) => !v.template)).toHaveLength(1);
+        expect(slow.sim.vmsByHcpId(spec.hcp_id)[0]).toMatchObject({ vmid: inProgress.vmid, name: 'web-1' });
+        expect(slow.sim.validationFailures).toEqual([]);
+      } finally {
+        await stopFixture(slow);
+      }
+    });
+
+    it('clones again when the recorded clone never reached Proxmox, and records the new one', async () => {
+      const spec = specFor({ power_on: false });
+      const facts: Record<string, unknown> = { 'proxmox.clone': { node: 'pve1', vmid: 99_999 } };
+      await driver.createVm(spec, jobCall(facts, 15_000));
+      const sim = onlyVm(spec.hcp_id);
+      expect(facts).toEqual({ 'proxmox.clone': { node: sim.node, vmid: sim.vmid } });
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('passes over a recorded VMID that turned out to be another VM, and clones its own', async () => {
+      const other = specFor({ power_on: false });
+      await driver.createVm(other, op());
+      const taken = onlyVm(other.hcp_id);
+      const spec = specFor({ power_on: false });
+      await driver.createVm(spec, jobCall({ 'proxmox.clone': { node: taken.node, vmid: taken.vmid } }, 15_000));
+      expect(onlyVm(spec.hcp_id).vmid).not.toBe(taken.vmid);
+      expect(onlyVm(other.hcp_id).vmid).toBe(taken.vmid);
+      await driver.deleteVm(spec.hcp_id, op());
+      await driver.deleteVm(other.hcp_id, op());
     });
 
     it('retries with backoff while the VM is locked, and succeeds when the lock goes', async () => {

@@ -38,7 +38,10 @@ export interface ProxmoxSettings {
   ipconfig0: string;
   /** Disk resized to the flavor's size; the boot disk when absent. */
   disk?: string;
-  /** Enables the QEMU guest agent option, which describe uses for addresses. */
+  /**
+   * The QEMU guest agent option of every VM HCP creates, whatever its template says (true: `agent: 1`,
+   * which describe uses for addresses; false: `agent: 0`).
+   */
   guest_agent: boolean;
   /**
    * Seconds create and start wait for the guest agent to report an address (never past the call's

@@ -5,11 +5,15 @@
  * `clone` is retried with a new id.
  *
  * While Proxmox copies the disks, the new VM's config holds only `lock: clone` (no name, no
- * description), so nothing identifies it as ours. The VMID of every clone call is therefore written
- * down (cluster.startedClones) before the call is sent, and a create that finds no VM by its HCP id
- * looks at those VMIDs first (findStartedClone): a VMID still locked by a clone is taken as ours in
- * progress, and confirmed by its description once the lock goes. This holds within one HCP process;
- * a retry in another process relies on the job recording the VMID (a later change).
+ * description), so nothing identifies it as ours. The node and VMID of every clone call are therefore
+ * recorded on the job (`ctx.record('proxmox.clone', ...)`) before the call is sent: a record that fails
+ * fails the create before anything is cloned. A create that finds no VM by its HCP id looks at that
+ * VMID first (findStartedClone), in any process and with a fresh driver: a VMID still locked by a clone
+ * is taken as ours in progress, and confirmed by its description once the lock goes.
+ *
+ * The driver also keeps those VMIDs in memory (cluster.startedClones) for calls made outside a job,
+ * which have no `record`: the only callers that can retry a create without its facts (the driver
+ * contract suite, tools calling the driver directly). Within a job the recorded fact makes it redundant.
  */
 import { HcpError } from '@hcp/domain';
 import type { CallContext, CreateVmSpec } from '../spi/provider-driver';
@@ -30,6 +34,8 @@ import {
 import { ids, locateVm, readVmConfig, type Located, type VmRef } from './proxmox-vm-lookup';
 
 const GiB = 1024 ** 3;
+/** The job fact that holds the node and VMID of the latest clone a create asked for. */
+export const CLONE_FACT = 'proxmox.clone';
 
 export async function cloneFromTemplate(
   cluster: ProxmoxCluster,
@@ -45,6 +51,7 @@ export async function cloneFromTemplate(
     const newid = Number(await client.get<number | string>('/cluster/nextid', {}, ctx));
     if (!Number.isInteger(newid) || newid < 100) throw badAnswer('cluster/nextid');
     const started = { node: plan.targetNode, vmid: newid };
+    await ctx.record?.(CLONE_FACT, started);
     rememberClone(cluster, spec.hcp_id, started);
     try {
       await withLockRetry(cluster, ctx, 'clone', async () => {
@@ -115,16 +122,23 @@ export function settleClones(cluster: ProxmoxCluster, hcpId: string): void {
 }
 
 /**
- * A clone this process started for the HCP id that is still in its lock window (config `lock: clone`
- * and nothing else), or finished and carrying the id; null when none. VMIDs that are gone or turned
- * out to be someone else's are forgotten.
+ * A clone started for the HCP id (recorded on the job by an earlier attempt, or remembered by this
+ * process) that is still in its lock window (config `lock: clone` and nothing else), or finished and
+ * carrying the id; null when none. Remembered VMIDs that are gone or turned out to be someone else's are
+ * forgotten; a recorded one is passed over the same way (it stays recorded, and is passed over again).
  */
 export async function findStartedClone(
   cluster: ProxmoxCluster,
   hcpId: string,
   ctx: CallContext,
 ): Promise<Located | null> {
-  for (const ref of [...(cluster.startedClones.get(hcpId) ?? [])].reverse()) {
+  const remembered = [...(cluster.startedClones.get(hcpId) ?? [])].reverse();
+  const recorded = recordedClone(ctx);
+  const candidates =
+    recorded && !remembered.some((r) => r.vmid === recorded.vmid && r.node === recorded.node)
+      ? [recorded, ...remembered]
+      : remembered;
+  for (const ref of candidates) {
     let config: VmConfig;
     try {
       config = await readVmConfig(cluster, ref, ctx);
@@ -138,6 +152,13 @@ export async function findStartedClone(
     forgetClone(cluster, hcpId, ref);
   }
   return null;
+}
+
+/** The clone an earlier attempt of the job recorded, if its fact has the shape this driver writes. */
+function recordedClone(ctx: CallContext): VmRef | null {
+  const fact = ctx.recorded?.[CLONE_FACT] as { node?: unknown; vmid?: unknown } | undefined;
+  if (!fact || typeof fact.node !== 'string' || !Number.isInteger(fact.vmid)) return null;
+  return { node: fact.node, vmid: fact.vmid as number };
 }
 
 function cloneError(err: unknown, spec: CreateVmSpec): unknown {

@@ -104,7 +104,8 @@ export function desiredConfig(spec: CreateVmSpec, settings: ProxmoxSettings, con
     net0: netOnBridge(typeof config.net0 === 'string' ? config.net0 : undefined, settings.bridge),
   };
   if (spec.ssh_keys.length > 0) desired.sshkeys = encodeSshKeys(spec.ssh_keys);
-  if (settings.guest_agent) desired.agent = '1';
+  // Both ways: a template's `agent: 1` stays on a VM only when the settings want the agent.
+  desired.agent = settings.guest_agent ? '1' : '0';
   return desired;
 }
 
