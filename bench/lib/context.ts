@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { seededId } from '../../src/catalog/catalog-seed';
 import { createBenchDatabase, BenchDatabase } from './db';
 import { HcpOptions, HcpUnderTest, Runtime, scriptArgs } from './hcp';
+import { PeerHandle, PeerName, startPeer } from './peers';
 import { ManagedProcess } from './proc';
 import type { ProfileSummary } from './profile';
 import type { CatalogRefs } from './seed';
@@ -139,6 +140,15 @@ export class BenchContext {
     const stop = () => child.stop();
     this.cleanups.push(stop);
     return { url, process: child, stop };
+  }
+
+  /** A peer service (bench/peers/) in one of its forms, on a database of its own. */
+  async peer(name: PeerName, databaseUrl: string): Promise<PeerHandle> {
+    const started = Date.now();
+    const peer = await startPeer(name, databaseUrl, this.script('bench/peers/emmett/server.ts'));
+    log(`peer ${name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    this.cleanups.push(() => peer.stop());
+    return peer;
   }
 
   /**

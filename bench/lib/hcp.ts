@@ -28,7 +28,7 @@ export async function buildHcp(): Promise<void> {
 }
 
 /**
- * The harness's own child programs (baseline server and projector, rebuild runner) as plain JavaScript
+ * The harness's own child programs (baseline server and projector, rebuild runner, peers) as plain JavaScript
  * beside the compiled HCP, so neither side pays for ts-node (its compiler alone is ~80 MB of RSS).
  * They import HCP code by relative paths, which then resolve to the compiled copy.
  */
@@ -47,7 +47,7 @@ export function compileBenchScripts(): void {
   }
 }
 
-const BENCH_SCRIPT_DIRS = ['baseline', 'children'];
+const BENCH_SCRIPT_DIRS = ['baseline', 'children', 'peers/emmett'];
 
 /** How to run one of the harness's child programs (bench/baseline/*.ts, bench/children/*.ts). */
 export function scriptArgs(runtime: Runtime, file: string): string[] {

@@ -1,3 +1,4 @@
+import { PEERS, type PeerValues } from './peers';
 import { round } from './util';
 
 export interface Target {
@@ -12,6 +13,8 @@ export interface Row {
   unit: string;
   hcp: number | null;
   baseline: number | null;
+  /** The same figure for each peer service of the same run (write and read rows; null: not measured). */
+  peers?: PeerValues;
   target?: Target;
   note?: string;
 }
@@ -41,7 +44,7 @@ const fmt = (v: number | null): string => {
 
 /** A plain-text table (also valid Markdown) of every row. */
 export function table(results: ScenarioResult[]): string {
-  const header = ['scenario', 'metric', 'target', 'HCP', 'baseline', 'HCP/baseline', 'verdict', 'note'];
+  const header = ['scenario', 'metric', 'target', 'HCP', 'baseline', ...PEERS, 'HCP/baseline', 'verdict', 'note'];
   const lines = results.flatMap((r) =>
     r.rows.map((row) => [
       row.scenario,
@@ -49,6 +52,7 @@ export function table(results: ScenarioResult[]): string {
       row.target ? `${row.target.op} ${fmt(row.target.value)}` : '',
       fmt(row.hcp),
       fmt(row.baseline),
+      ...PEERS.map((p) => fmt(row.peers?.[p] ?? null)),
       ratio(row) === null ? '-' : `${ratio(row)}x`,
       verdict(row),
       row.note ?? '',

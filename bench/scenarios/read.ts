@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { BenchContext, SEEDED } from '../lib/context';
 import { runLoad, LoadSpec } from '../lib/load';
+import { noPeers, PEERS, PeerHandle, PeerValues, seedPeerVms } from '../lib/peers';
 import { RssSampler } from '../lib/proc';
 import type { Row, ScenarioResult } from '../lib/report';
 import { seedVmReadModel } from '../lib/seed';
@@ -20,6 +21,13 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
   const baselineRss = new RssSampler(baseline.process.pid).start();
   const client = new Client({ connectionString: db.url });
   await client.connect();
+  // The peers serve detail reads from their projected table, on a database of their own seeded with the
+  // same VMs; they have no list call (their list rows stay '-').
+  const peerDb = await ctx.database();
+  const peers: PeerHandle[] = [];
+  for (const name of PEERS) peers.push(await ctx.peer(name, peerDb.url));
+  const peerClient = new Client({ connectionString: peerDb.url });
+  await peerClient.connect();
   const rows: Row[] = [];
   const details: Record<string, unknown> = {};
   try {
@@ -28,6 +36,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
     for (const size of sizes.readSizes) {
       const started = Date.now();
       await seedVmReadModel(client, 'bench', seeded + 1, size, SEEDED);
+      await seedPeerVms(peerClient, 'bench', seeded + 1, size, SEEDED);
       seeded = size;
       log(`read: seeded ${size.toLocaleString('en-US')} VMs in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       const c = sizes.readConnections;
@@ -50,9 +59,33 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
         baselineRss.beginWindow();
         log(`read: baseline ${kind} at ${size.toLocaleString('en-US')} VMs`);
         const b = await runLoad({ ...spec, url: baseline.url });
+        const baselinePeak = baselineRss.peakMb();
+        const peerResults: Record<string, unknown> = {};
+        const peerValue = {
+          okPerS: noPeers(),
+          p50: noPeers(),
+          p99: noPeers(),
+          rss: noPeers(),
+        } satisfies Record<string, PeerValues>;
+        if (kind === 'detail') {
+          for (const peer of peers) {
+            const peerSpec = { ...spec, url: peer.url };
+            await runLoad({ ...peerSpec, durationS: sizes.warmupS });
+            peer.rss.beginWindow();
+            log(`read: ${peer.name} ${kind} at ${size.toLocaleString('en-US')} VMs`);
+            const r = await runLoad(peerSpec);
+            const peak = round(peer.rss.peakMb());
+            peerResults[peer.name] = { ...r, peakRssMb: peak };
+            peerValue.okPerS[peer.name] = round(r.okPerS);
+            peerValue.p50[peer.name] = round(r.latencyMs?.p50, 2);
+            peerValue.p99[peer.name] = round(r.latencyMs?.p99, 2);
+            peerValue.rss[peer.name] = peak;
+          }
+        }
         details[`${kind}@${size}`] = {
           hcp: { ...h, peakRssMb: round(hcpPeak) },
-          baseline: { ...b, peakRssMb: round(baselineRss.peakMb()) },
+          baseline: { ...b, peakRssMb: round(baselinePeak) },
+          ...peerResults,
         };
         const scenario = `read: ${kind === 'detail' ? 'GET /vms/{id}' : 'GET /vms?limit=50'} @ ${size.toLocaleString('en-US')} VMs, ${c} clients`;
         const bad = h.requests - h.ok;
@@ -63,6 +96,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             unit: '1/s',
             hcp: round(h.okPerS),
             baseline: round(b.okPerS),
+            peers: peerValue.okPerS,
             ...(bad ? { note: `${bad} non-2xx ${JSON.stringify(h.statusCounts)}` } : {}),
           },
           {
@@ -71,6 +105,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             unit: 'ms',
             hcp: round(h.latencyMs?.p50, 2),
             baseline: round(b.latencyMs?.p50, 2),
+            peers: peerValue.p50,
           },
           {
             scenario,
@@ -78,6 +113,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             unit: 'ms',
             hcp: round(h.latencyMs?.p99, 2),
             baseline: round(b.latencyMs?.p99, 2),
+            peers: peerValue.p99,
             target: { op: '<', value: 10 },
           },
           {
@@ -85,7 +121,8 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             metric: 'peak RSS',
             unit: 'MB',
             hcp: round(hcpPeak),
-            baseline: round(baselineRss.peakMb()),
+            baseline: round(baselinePeak),
+            peers: peerValue.rss,
             ...(size >= 100_000 ? { target: { op: '<' as const, value: 250 } } : {}),
           },
         );
@@ -96,6 +133,8 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
   } finally {
     baselineRss.stop();
     await client.end();
+    await peerClient.end();
+    for (const peer of peers) await peer.stop();
     await baseline.stop();
     await stop();
   }

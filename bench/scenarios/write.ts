@@ -1,7 +1,8 @@
 import { Client } from 'pg';
-import { BenchContext, createBody, PROJECTS } from '../lib/context';
+import { BenchContext, createBody, PROJECTS, SEEDED } from '../lib/context';
 import { waitForJobsDrained } from '../lib/jobs';
 import { runLoad, LoadResult, LoadSpec } from '../lib/load';
+import { noPeers, PEERS, PeerName, PeerValues, seedPeerProject } from '../lib/peers';
 import { RssSampler } from '../lib/proc';
 import type { ScenarioResult } from '../lib/report';
 import { seedQuotaStream } from '../lib/seed';
@@ -77,7 +78,10 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
       );
       details.hcpBigProject = { ...existing, peakRssMb: round(hcp.rss.peakMb()) };
     }
-    const peakRss = hcp.rss.hwmMb();
+    // The one-project window's peak, as for every other process and row (the high-water mark of the
+    // whole process life, kept in details, also covers the diagnostic runs and the warm-up).
+    const peakRss = (details.hcpOneProject as { peakRssMb: number | null }).peakRssMb;
+    details.hcpRssHwmMb = round(hcp.rss.hwmMb());
     await stop();
 
     const baseline = await ctx.baseline(db.url);
@@ -87,23 +91,54 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
     log(`write: baseline, 100 clients, ${sizes.writeS} s`);
     const base = await runLoad({ ...spec, url: baseline.url });
     details.baseline = { ...base, peakRssMb: round(baselineRss.peakMb()) };
-    const baselineHwm = baselineRss.hwmMb();
+    const baselinePeak = baselineRss.peakMb();
     baselineRss.stop();
     await baseline.stop();
 
+    // The peers: each on a database of its own, the same loads in the same order.
+    const peers: Partial<Record<PeerName, PeerWrite>> = {};
+    for (const name of PEERS) peers[name] = await writePeer(ctx, name, spec, details);
+    const of = (pick: (w: PeerWrite) => number | null | undefined): PeerValues => {
+      const values = noPeers();
+      for (const name of PEERS) values[name] = round(pick(peers[name]!));
+      return values;
+    };
+
     const scenario = 'write: POST /vms, 100 clients';
     const rows: ScenarioResult['rows'] = [
-      { scenario, metric: '202s per second', unit: '1/s', hcp: round(one.okPerS), baseline: round(base.okPerS) },
-      { scenario, metric: 'p50', unit: 'ms', hcp: round(one.latencyMs?.p50), baseline: round(base.latencyMs?.p50) },
+      {
+        scenario,
+        metric: '202s per second',
+        unit: '1/s',
+        hcp: round(one.okPerS),
+        baseline: round(base.okPerS),
+        peers: of((w) => w.one.okPerS),
+      },
+      {
+        scenario,
+        metric: 'p50',
+        unit: 'ms',
+        hcp: round(one.latencyMs?.p50),
+        baseline: round(base.latencyMs?.p50),
+        peers: of((w) => w.one.latencyMs?.p50),
+      },
       {
         scenario,
         metric: 'p99',
         unit: 'ms',
         hcp: round(one.latencyMs?.p99),
         baseline: round(base.latencyMs?.p99),
+        peers: of((w) => w.one.latencyMs?.p99),
         target: { op: '<', value: 25 },
       },
-      { scenario, metric: 'peak RSS', unit: 'MB', hcp: round(peakRss), baseline: round(baselineHwm) },
+      {
+        scenario,
+        metric: 'peak RSS',
+        unit: 'MB',
+        hcp: round(peakRss),
+        baseline: round(baselinePeak),
+        peers: of((w) => w.onePeakRssMb),
+      },
     ];
     const non202 = one.requests - one.ok;
     if (non202 > 0) rows[0]!.note = `${non202} non-2xx: ${JSON.stringify(one.statusCounts)}`;
@@ -116,6 +151,7 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
           unit: '1/s',
           hcp: round(spread.okPerS),
           baseline: round(base.okPerS),
+          peers: of((w) => w.spread?.okPerS),
         },
         {
           scenario: s,
@@ -123,6 +159,7 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
           unit: 'ms',
           hcp: round(spread.latencyMs?.p50),
           baseline: round(base.latencyMs?.p50),
+          peers: of((w) => w.spread?.latencyMs?.p50),
         },
         {
           scenario: s,
@@ -130,6 +167,7 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
           unit: 'ms',
           hcp: round(spread.latencyMs?.p99),
           baseline: round(base.latencyMs?.p99),
+          peers: of((w) => w.spread?.latencyMs?.p99),
           target: { op: '<', value: 25 },
         },
       );
@@ -143,6 +181,7 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
           unit: '1/s',
           hcp: round(existing.okPerS),
           baseline: round(base.okPerS),
+          peers: of((w) => w.existing?.okPerS),
         },
         {
           scenario: s,
@@ -150,6 +189,7 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
           unit: 'ms',
           hcp: round(existing.latencyMs?.p50),
           baseline: round(base.latencyMs?.p50),
+          peers: of((w) => w.existing?.latencyMs?.p50),
         },
         {
           scenario: s,
@@ -157,6 +197,7 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
           unit: 'ms',
           hcp: round(existing.latencyMs?.p99),
           baseline: round(base.latencyMs?.p99),
+          peers: of((w) => w.existing?.latencyMs?.p99),
           target: { op: '<', value: 25 },
         },
       );
@@ -167,5 +208,54 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
   } finally {
     await client.end();
     await stop();
+  }
+}
+
+interface PeerWrite {
+  one: LoadResult;
+  onePeakRssMb: number | null;
+  spread: LoadResult | null;
+  existing: LoadResult | null;
+}
+
+/** The write loads HCP got, against one peer on a fresh database: warm-up, one project, and the diagnostics the sizes ask for. */
+async function writePeer(
+  ctx: BenchContext,
+  name: PeerName,
+  spec: LoadSpec,
+  details: Record<string, unknown>,
+): Promise<PeerWrite> {
+  const { sizes } = ctx;
+  const db = await ctx.database();
+  const peer = await ctx.peer(name, db.url);
+  try {
+    const peerSpec = { ...spec, url: peer.url };
+    await runLoad({ ...peerSpec, connections: 10, durationS: sizes.warmupS });
+    peer.rss.beginWindow();
+    log(`write: ${name}, 100 clients, one project, ${sizes.writeS} s`);
+    const one = await runLoad(peerSpec);
+    const onePeakRssMb = round(peer.rss.peakMb());
+    const statsAfterOne = await peer.stats();
+    let spread: LoadResult | null = null;
+    if (sizes.writeSpread) {
+      log(`write: ${name}, 100 clients over 100 projects, ${sizes.writeS} s`);
+      spread = await runLoad({ ...peerSpec, path: '/v1/projects/{project}/vms', projects: PROJECTS });
+    }
+    let existing: LoadResult | null = null;
+    if (sizes.writeExistingVms > 0) {
+      await seedPeerProject(db.url, 'bench-big', sizes.writeExistingVms, SEEDED);
+      log(`write: ${name}, 100 clients, one project holding ${sizes.writeExistingVms} VMs, ${sizes.writeS} s`);
+      existing = await runLoad({ ...peerSpec, path: '/v1/projects/bench-big/vms' });
+    }
+    details[name] = {
+      oneProject: { ...one, peakRssMb: onePeakRssMb, counters: statsAfterOne },
+      ...(spread ? { spread } : {}),
+      ...(existing ? { bigProject: existing } : {}),
+      counters: await peer.stats(),
+      rssHwmMb: round(peer.rss.hwmMb()),
+    };
+    return { one, onePeakRssMb, spread, existing };
+  } finally {
+    await peer.stop();
   }
 }
