@@ -6,6 +6,7 @@ import { AuditAndMetering1767571200000 } from './1767571200000-audit-and-meterin
 import { ProjectionDeadLetters1767657600000 } from './1767657600000-projection-dead-letters';
 import { OrphanReadModel1767744000002 } from './1767744000002-orphan-read-model';
 import { ReconcileLeases1767744000010 } from './1767744000010-reconcile-leases';
+import { ConsoleSessionHolds1767744000031 } from './1767744000031-console-session-holds';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   ProjectionDeadLetters1767657600000,
   OrphanReadModel1767744000002,
   ReconcileLeases1767744000010,
+  ConsoleSessionHolds1767744000031,
 ];
