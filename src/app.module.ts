@@ -10,6 +10,7 @@ import { loggerOptions } from './http/request/logger-options';
 import { JobsModule } from './jobs';
 import { MeteringModule } from './metering';
 import { OpsModule } from './ops';
+import { OrphansModule } from './orphans';
 import { PlatformModule } from './platform/platform.module';
 import { HcpRuntime } from './platform/runtime/hcp-runtime';
 import { MetricsController } from './platform/observability/metrics.controller';
@@ -28,6 +29,7 @@ export const CONTEXT_MODULES: readonly Type[] = [
   AuditModule,
   MeteringModule,
   ProjectionsAdminModule,
+  OrphansModule,
 ];
 
 /** Every controller the application serves (the route-policy test walks them). */

@@ -3,6 +3,7 @@ export * from './events/domain-event';
 export * from './events/upcasters';
 export * from './vm/vm.events';
 export * from './vm/vm.state-machine';
+export * from './vm/vm.reconcile';
 export * from './vm/ssh-public-key';
 export * from './job/job.events';
 export * from './job/job.state-machine';
