@@ -16,6 +16,7 @@ import { HcpRuntime } from './platform/runtime/hcp-runtime';
 import { MetricsController } from './platform/observability/metrics.controller';
 import { ProjectionsAdminModule } from './projections-admin';
 import { QuotasModule } from './quotas';
+import { ReconcileModule } from './reconcile';
 import { VmsModule } from './vms';
 
 /** The contexts, each a Nest module owning its routes, commands, queries and background work. */
@@ -30,6 +31,7 @@ export const CONTEXT_MODULES: readonly Type[] = [
   MeteringModule,
   ProjectionsAdminModule,
   OrphansModule,
+  ReconcileModule,
 ];
 
 /** Every controller the application serves (the route-policy test walks them). */

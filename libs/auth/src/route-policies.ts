@@ -75,6 +75,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'DELETE /v1/ops/flavors/:id': cloudOperator,
   'PUT /v1/ops/projects/:project_id/quotas': cloudOperator,
   'GET /v1/ops/vms': cloudOperator,
+  'POST /v1/ops/vms/:id/reconcile': { scope: 'ops', roles: ['cloud-operator'], starts_job: true },
   'GET /v1/ops/jobs': cloudOperator,
   'POST /v1/ops/jobs/:id/recover': cloudOperator,
   'GET /v1/ops/orphans': infraRead,
