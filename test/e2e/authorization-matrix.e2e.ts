@@ -91,6 +91,11 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   // The fixture job does not exist: a permitted recovery gets as far as looking it up (job-recovery.e2e
   // covers the outcomes).
   'POST /v1/ops/jobs/:id/recover': { roles: CLOUD, ok: 404 },
+  // No orphan has the fixture id: a permitted call gets as far as looking it up (orphans.e2e covers the outcomes).
+  'GET /v1/ops/orphans': { roles: INFRA_READ, ok: 200 },
+  'GET /v1/ops/orphans/:id': { roles: INFRA_READ, ok: 404 },
+  'POST /v1/ops/orphans/:id/adopt': { roles: INFRA_WRITE, ok: 404 },
+  'POST /v1/ops/orphans/:id/destroy': { roles: INFRA_WRITE, ok: 404 },
   'GET /v1/ops/audit': { roles: AUDITOR, ok: 200 },
   'GET /v1/ops/metering': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/projections': { roles: CLOUD, ok: 200 },
@@ -134,6 +139,7 @@ describe('authorization matrix', () => {
     flavor: '',
     'dead-letter': '',
     job: randomUUID(),
+    orphan: randomUUID(),
   };
   let opsAdmin: ApiClient;
   let serial = 0;
@@ -269,7 +275,8 @@ describe('authorization matrix', () => {
       | 'image'
       | 'flavor'
       | 'vm'
-      | 'job';
+      | 'job'
+      | 'orphan';
     const unique = `m${++serial}`;
     const bodies: Record<string, unknown> = {
       provider: { name: unique, type: 'simulator' },

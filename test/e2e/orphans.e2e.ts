@@ -1,0 +1,269 @@
+import { randomUUID } from 'node:crypto';
+import { ProxmoxDriver } from '@hcp/providers';
+import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
+import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { HcpProcess } from '../support/hcp-process';
+import { createTestDatabase, TestDatabase } from '../support/test-database';
+
+/**
+ * Orphans end to end, against "Proxmox VE": the reconcile loop lists the cluster every half second, the
+ * orphans context reads its listings, and ops list, destroy and adopt what no live VM owns over HTTP.
+ * The VMs that become orphans are made at Proxmox with an HCP id by a driver of the test's own, as a
+ * create whose answer was lost, a cleanup that failed or a restored backup would leave them.
+ */
+describe('orphans end to end', () => {
+  let sim: ProxmoxSimulator;
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let pve: ProxmoxDriver;
+  let infra: ApiClient;
+  let operator: ApiClient;
+  let auditor: ApiClient;
+  let tenant: ApiClient;
+  const ids = { provider: '', cluster: '', image: '', flavor: '' };
+
+  beforeAll(async () => {
+    sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
+    const { url, caPem, fingerprint256 } = await sim.start();
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', HCP_RECONCILE_INTERVAL_MS: '500' },
+    });
+    infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
+    operator = new ApiClient(hcp.baseUrl, hcp.token('olga', {}, ['cloud-operator']));
+    auditor = new ApiClient(hcp.baseUrl, hcp.token('sam', {}, ['security-auditor']));
+    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
+    const token = sim.createToken();
+    const provider = await infra.post('/v1/ops/providers', {
+      name: 'pve-orphans',
+      type: 'proxmox',
+      endpoint: url,
+      credentials: { token_id: token.tokenId, token_secret: token.secret },
+      tls: { ca_pem: caPem },
+      settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, shutdown_timeout_s: 2 },
+    });
+    expect(provider.status).toBe(201);
+    ids.provider = provider.body.id;
+    const cluster = await infra.post('/v1/ops/clusters', {
+      name: 'pve-orphans',
+      provider_id: ids.provider,
+      placement_hints: { nodes: ['pve1'], storage: 'local-lvm' },
+    });
+    expect(cluster.status).toBe(201);
+    ids.cluster = cluster.body.id;
+    expect(
+      (await operator.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' }))
+        .status,
+    ).toBe(201);
+    const image = await operator.post('/v1/ops/images', {
+      name: 'debian-12-pve',
+      os: 'linux',
+      min_disk_gb: 4,
+      min_ram_mb: 512,
+      visibility: 'public',
+      provider_refs: { [ids.cluster]: 'debian-12' },
+    });
+    ids.image = image.body.id;
+    ids.flavor = (
+      await operator.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 8 })
+    ).body.id;
+    pve = new ProxmoxDriver({
+      endpoint: url,
+      credentials: { token_id: token.tokenId, token_secret: token.secret },
+      tls: { fingerprint_sha256: fingerprint256 },
+      settings: { storage: 'local-lvm', bridge: 'vmbr0', full_clone: true, address_wait_s: 0 },
+      provider_id: ids.provider,
+      cluster_id: ids.cluster,
+    });
+    await eventually(
+      async () =>
+        (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
+      'zone pve',
+    );
+  });
+
+  afterAll(async () => {
+    await pve?.close();
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+    await sim?.stop();
+  });
+
+  /** A VM at Proxmox carrying `hcpId`, made behind HCP's back. */
+  async function makeAtProxmox(hcpId: string, powerOn: boolean): Promise<void> {
+    await pve.createVm(
+      {
+        hcp_id: hcpId,
+        project_id: 'acme',
+        name: `left-${hcpId.slice(0, 8)}`,
+        image_ref: 'debian-12',
+        vcpus: 1,
+        ram_mb: 512,
+        disk_gb: 8,
+        ssh_keys: [],
+        tags: {},
+        power_on: powerOn,
+      },
+      { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal },
+    );
+  }
+
+  const listedOrphan = (hcpId: string, status = 'open') =>
+    eventually(async () => {
+      const res = await operator.get(`/v1/ops/orphans?cluster_id=${ids.cluster}&status=${status}&limit=200`);
+      expect(res.status).toBe(200);
+      return res.body.items.find((o: { hcp_id: string }) => o.hcp_id === hcpId);
+    }, `orphan ${hcpId} ${status}`);
+
+  async function createVm(name: string): Promise<{ resource_id: string; job_id: string }> {
+    const created = await tenant.post('/v1/projects/acme/vms', {
+      name,
+      zone: 'pve',
+      image_id: ids.image,
+      flavor_id: ids.flavor,
+    });
+    expect(created.status).toBe(202);
+    return created.body;
+  }
+
+  it('lists the Proxmox VM of a deleted VM as an orphan; ops destroy it, Proxmox no longer has it and the orphan shows destroyed', async () => {
+    const vm = await createVm('soon-deleted');
+    expect((await jobFinished(tenant, 'acme', vm.job_id)).status).toBe('succeeded');
+    const deleted = await tenant.delete(`/v1/projects/acme/vms/${vm.resource_id}`);
+    expect((await jobFinished(tenant, 'acme', deleted.body.job_id)).status).toBe('succeeded');
+    await makeAtProxmox(vm.resource_id, false);
+
+    const orphan = await listedOrphan(vm.resource_id);
+    expect(orphan).toMatchObject({
+      provider_id: ids.provider,
+      cluster_id: ids.cluster,
+      project_id: 'acme',
+      hcp_record: 'deleted',
+      power_state: 'stopped',
+      actions: ['destroy'],
+      job_id: null,
+    });
+    expect(JSON.stringify(orphan)).not.toMatch(/vmid|pve1|"node"/);
+    // Nothing is destroyed by itself under the default policy.
+    expect(sim.vmsByHcpId(vm.resource_id)).toHaveLength(1);
+
+    const refused = await operator.post(`/v1/ops/orphans/${orphan.id}/destroy`);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('FORBIDDEN');
+
+    const key = { 'idempotency-key': `destroy-${orphan.id}` };
+    const accepted = await infra.post(`/v1/ops/orphans/${orphan.id}/destroy`, undefined, key);
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toEqual({ resource_id: orphan.id, job_id: expect.any(String) });
+    expect(accepted.headers.get('location')).toBe(`/v1/ops/orphans/${orphan.id}`);
+    const replayed = await infra.post(`/v1/ops/orphans/${orphan.id}/destroy`, undefined, key);
+    expect(replayed.status).toBe(202);
+    expect(replayed.body).toEqual(accepted.body);
+
+    const destroyed = await eventually(async () => {
+      const res = await infra.get(`/v1/ops/orphans/${orphan.id}`);
+      return res.body.status === 'destroyed' ? res.body : undefined;
+    }, 'orphan destroyed');
+    expect(destroyed).toMatchObject({ job_id: accepted.body.job_id, actions: [], error: null });
+    expect(sim.vmsByHcpId(vm.resource_id)).toEqual([]);
+    const jobs = await operator.get(`/v1/ops/jobs?resource_id=${orphan.id}`);
+    expect(jobs.body.items).toEqual([
+      expect.objectContaining({
+        id: accepted.body.job_id,
+        type: 'orphan.destroy',
+        project_id: 'acme',
+        status: 'succeeded',
+      }),
+    ]);
+    // Resolved: out of the default list, and a later listing does not find it again.
+    const open = await operator.get(`/v1/ops/orphans?cluster_id=${ids.cluster}`);
+    expect(open.body.items.map((o: { id: string }) => o.id)).not.toContain(orphan.id);
+
+    const audit = await eventually(async () => {
+      const res = await auditor.get(`/v1/ops/audit?action=orphan.destroy&limit=200`);
+      const mine = res.body.items.filter((r: { target: { orphan_id?: string } }) => r.target.orphan_id === orphan.id);
+      return mine.some((r: { result: string }) => r.result === 'succeeded') ? mine : undefined;
+    }, 'audit of the destroy');
+    expect(audit).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ actor: 'ingrid', result: 'accepted', project_id: 'acme' }),
+        expect.objectContaining({ result: 'succeeded' }),
+      ]),
+    );
+    const found = await auditor.get(`/v1/ops/audit?action=orphan.found&limit=200`);
+    expect(found.body.items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ actor: 'hcp-orphans', target: { orphan_id: orphan.id } })]),
+    );
+  });
+
+  it('gives a failed create its Proxmox VM back on adopt: the tenant sees the VM stopped, no longer in error', async () => {
+    sim.addFault({
+      kind: 'error',
+      status: 500,
+      message: "can't clone VM to node 'pve1' (VM uses local storage)",
+      method: 'POST',
+      path: /\/clone$/,
+    });
+    let vm: { resource_id: string; job_id: string };
+    try {
+      vm = await createVm('failed-create');
+      expect((await jobFinished(tenant, 'acme', vm.job_id)).status).toBe('failed');
+    } finally {
+      sim.clearFaults();
+    }
+    expect((await tenant.get(`/v1/projects/acme/vms/${vm.resource_id}`)).body.status).toBe('error');
+    // What a half-done create whose cleanup failed leaves at Proxmox.
+    await makeAtProxmox(vm.resource_id, false);
+    const orphan = await listedOrphan(vm.resource_id);
+    expect(orphan).toMatchObject({ hcp_record: 'failed_create', project_id: 'acme', actions: ['adopt', 'destroy'] });
+
+    expect((await operator.post(`/v1/ops/orphans/${orphan.id}/adopt`)).status).toBe(403);
+    const adopted = await infra.post(`/v1/ops/orphans/${orphan.id}/adopt`);
+    expect(adopted.status).toBe(200);
+    expect(adopted.body).toMatchObject({ id: orphan.id, status: 'adopted', actions: [] });
+    const back = await eventually(async () => {
+      const res = await tenant.get(`/v1/projects/acme/vms/${vm.resource_id}`);
+      return res.body.status === 'stopped' ? res.body : undefined;
+    }, 'VM stopped after adoption');
+    expect(back).toMatchObject({ desired_state: 'stopped' });
+    expect(sim.vmsByHcpId(vm.resource_id)).toHaveLength(1);
+    // The tenant owns it again: it starts like any stopped VM.
+    const start = await tenant.post(`/v1/projects/acme/vms/${vm.resource_id}/actions/start`, {});
+    expect((await jobFinished(tenant, 'acme', start.body.job_id)).status).toBe('succeeded');
+
+    const audit = await eventually(async () => {
+      const res = await auditor.get(`/v1/ops/audit?action=orphan.adopt`);
+      return res.body.items.find((r: { target: { orphan_id?: string } }) => r.target.orphan_id === orphan.id);
+    }, 'audit of the adoption');
+    expect(audit).toMatchObject({ actor: 'ingrid', result: 'succeeded', details: { vm_id: vm.resource_id } });
+  });
+
+  it('refuses to adopt an orphan HCP has no VM record for, with 409 saying to destroy it instead', async () => {
+    const hcpId = randomUUID();
+    await makeAtProxmox(hcpId, false);
+    const orphan = await listedOrphan(hcpId);
+    expect(orphan).toMatchObject({ hcp_record: 'absent', project_id: null, actions: ['destroy'] });
+    const refused = await infra.post(`/v1/ops/orphans/${orphan.id}/adopt`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'CONFLICT', details: { hcp_record: 'absent' } });
+    expect(refused.body.error.message).toMatch(/destroy it instead/);
+    expect(sim.vmsByHcpId(hcpId)).toHaveLength(1);
+    expect((await infra.get(`/v1/ops/orphans/${orphan.id}`)).body.status).toBe('open');
+  });
+
+  it('clears an orphan once Proxmox no longer has it, and counts open orphans per provider in /metrics', async () => {
+    const hcpId = randomUUID();
+    await makeAtProxmox(hcpId, false);
+    const orphan = await listedOrphan(hcpId);
+    await eventually(async () => {
+      const text = String((await infra.get('/metrics')).body);
+      const line = text.split('\n').find((l) => l.startsWith(`hcp_orphans{provider="${ids.provider}"}`));
+      return line && Number(line.split(' ').pop()) >= 1 ? line : undefined;
+    }, 'hcp_orphans gauge');
+    await pve.deleteVm(hcpId, { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal });
+    const cleared = await listedOrphan(hcpId, 'cleared');
+    expect(cleared.id).toBe(orphan.id);
+  });
+});
