@@ -2,6 +2,7 @@ import { HcpError, HcpErrorShape } from '../errors';
 import { createHcpUpcasters } from '../hcp-events';
 import { VmRequestEvent } from '../vm/vm.events';
 import { jobQueuedFor } from './job-of-request';
+import { JOB_EVENT_SCHEMAS } from './job.event-schemas';
 import { DEFAULT_JOB_DEADLINE_MS, JOB_RECOVERY_REASON_MAX, JobEvent, JobQueued } from './job.events';
 import {
   decideJob,
@@ -260,6 +261,13 @@ describe('job state machine', () => {
       for (const [key, value] of bad) {
         expectRefused(() => decideJob(jobIn('running'), { type: 'record_fact', key, value }), 'INTERNAL_ERROR');
       }
+    });
+
+    it('are checked again where events are stored: the schema refuses a fact the decider would', () => {
+      const schema = JOB_EVENT_SCHEMAS.JobFactRecorded;
+      expect(schema.safeParse({ attempt: 1, key: 'proxmox.clone', value: clone }).success).toBe(true);
+      expect(schema.safeParse({ attempt: 1, key: 'proxmox.token', value: 'x' }).success).toBe(false);
+      expect(schema.safeParse({ attempt: 1, key: 'proxmox.clone', value: 'x'.repeat(2000) }).success).toBe(false);
     });
 
     it('holds at most 32 keys', () => {
