@@ -13,7 +13,7 @@ export interface LoadSpec {
   durationS?: number;
   /** Send exactly this many requests. */
   amount?: number;
-  /** Requests per second across all connections (a fixed-rate load, latency corrected for coordinated omission by autocannon). */
+  /** Requests per second across all connections: an open loop, each latency from the request's intended send time (coordinated omission corrected; see bench/load/cannon.js). */
   overallRate?: number;
   /** Projects `{project}` picks from. */
   projects?: string[];

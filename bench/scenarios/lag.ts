@@ -22,7 +22,7 @@ const maxPosition = async (client: Client, prefix: string): Promise<bigint> =>
  * checkpoint, written in the row's transaction, covers the event), both on the database clock.
  *
  * 1. isolated: HCP runs api+projections only; the harness appends the event flow of N create jobs a
- *    second straight into hcp_events (bench/lib/lag.ts syntheticJobFlow). The baseline projector
+ *    second straight into hcp_events, from a process of its own (bench/children/synthetic-flow.ts). The baseline projector
  *    (bench/baseline/projector.ts) then takes HCP's place on the same database and gets the same flow.
  * 2. end to end: HCP with every role; autocannon requests N creates a second (fixed rate, 100
  *    projects); the events come from HCP's own command handlers and worker.
@@ -45,7 +45,9 @@ export async function projectionLag(ctx: BenchContext): Promise<ScenarioResult> 
       hcp.rss.beginWindow();
       log(`lag: synthetic flow of ${rate} jobs/s for ${ctx.sizes.lagS} s into HCP's projections`);
       const t0 = await dbNowMs(client);
-      const flow = await ctx.measure(hcp, 'lag-isolated', () => syntheticJobFlow(db.url, SEEDED, rate, durationMs));
+      const flow = await ctx.measure(hcp, 'lag-isolated', () =>
+        syntheticJobFlow(ctx.script('bench/children/synthetic-flow.ts'), db.url, SEEDED, rate, durationMs),
+      );
       const t1 = (await dbNowMs(client)) + 1;
       const lastVm = await maxPosition(client, 'vm-');
       const lastJob = await maxPosition(client, 'job-');
@@ -70,7 +72,13 @@ export async function projectionLag(ctx: BenchContext): Promise<ScenarioResult> 
         const head = await maxPosition(client, 'vm-');
         await waitFor('the baseline projector to catch up', async () => poller.latest('baseline-vm') >= head, 60_000);
         const b0 = await dbNowMs(client);
-        const baseFlow = await syntheticJobFlow(db.url, SEEDED, rate, durationMs);
+        const baseFlow = await syntheticJobFlow(
+          ctx.script('bench/children/synthetic-flow.ts'),
+          db.url,
+          SEEDED,
+          rate,
+          durationMs,
+        );
         const b1 = (await dbNowMs(client)) + 1;
         const baseLast = await maxPosition(client, 'vm-');
         await waitFor(
