@@ -84,6 +84,8 @@ export class ProviderChaos {
   /** Drift VMs whose last change HCP has not shown yet: they are left alone until it does. */
   private readonly watching = new Set<string>();
   private driftVms: string[] = [];
+  /** Jobs this class opened (the drift VMs' creates): not jobs that a tenant was never answered. */
+  readonly jobIds = new Set<string>();
 
   constructor(
     private readonly sim: ProxmoxSimProcess,
@@ -102,6 +104,7 @@ export class ProviderChaos {
       });
       if (res.status !== 202) throw new Error(`drift VM create answered ${res.status}: ${JSON.stringify(res.body)}`);
       ids.push(res.body.resource_id);
+      this.jobIds.add(res.body.job_id);
     }
     const deadline = Date.now() + 120_000;
     for (const id of ids) {

@@ -12,6 +12,7 @@ export interface SimVm {
   status: string;
   template?: boolean;
   hcp_id?: string;
+  name?: string;
   /** `clone`, `create`, ... while Proxmox works on the VM. */
   lock?: string;
 }

@@ -140,7 +140,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
         fleet.slots.map((s) => s.baseUrl),
         () => sim.vms(),
       );
-    const verdict = await verify(reader, workload.ledger, await sim.vms());
+    const verdict = await verify(reader, workload.ledger, await sim.vms(), provider?.jobIds);
     if (open.length > 0) verdict.details.push(`${open.length} job(s) still open after the settle period`);
     if (scenario.id === 'poison-event') await inspectPoison(ctx, reader, verdict.details);
     if (provider) verdict.details.push(...provider.figures.details);
