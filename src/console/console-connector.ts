@@ -19,6 +19,7 @@ import { HcpMetrics } from '../platform/observability/hcp-metrics';
 import { HCP_CONFIG } from '../platform/tokens';
 import { DriverRegistry } from '../ops';
 import { VmRepository } from '../vms';
+import { ConsoleSessionHolds } from './console-session-holds';
 import { ConsoleSessionRepository } from './console-session.repository';
 import { consoleTokenDigest } from './open-console-session.handler';
 
@@ -68,6 +69,7 @@ export class ConsoleConnector {
     private readonly drivers: DriverRegistry,
     private readonly metrics: HcpMetrics,
     @Inject(HCP_CONFIG) config: HcpConfig,
+    private readonly holds: ConsoleSessionHolds,
   ) {
     this.refusalsPerWindow = config.console.refusalsRecordedPerMinute;
   }
@@ -91,6 +93,8 @@ export class ConsoleConnector {
     };
     let session = opened;
     if (!verdict.refusal) {
+      // Held before the token is spent: should this instance die right after, the sweeper closes it.
+      await this.holds.reserve(sessionId);
       // The token is right as far as this instance knows: use it on the owner's behalf. The append at
       // the expected revision decides: another instance may have used it since.
       const { state } = await this.sessions.update(
@@ -104,6 +108,7 @@ export class ConsoleConnector {
         eventContext(opened.opened_by, traceId),
       );
       session = state!;
+      if (!verdict.refusal) await this.holds.claim(sessionId);
     }
     if (verdict.refusal) {
       await this.recordRefusal(session, command, traceId);
@@ -214,5 +219,6 @@ export class ConsoleConnector {
         }),
       eventContext(session.opened_by, traceId),
     );
+    await this.holds.release(session.session_id);
   }
 }

@@ -11,6 +11,7 @@ import { HcpMetrics } from '../platform/observability/hcp-metrics';
 import { VmRepository } from '../vms';
 import { CONSOLE_KEEPS_VM_STATUSES, ConnectedConsole, ConsoleConnector } from './console-connector';
 import { ConsoleRelay } from './console-relay';
+import { ConsoleSessionHolds } from './console-session-holds';
 import { consoleOriginsOf, isAllowedConsoleOrigin, sessionIdOfWebsocketPath } from './console-urls';
 import { HcpConfig } from '../config/hcp-config';
 import { HCP_CONFIG } from '../platform/tokens';
@@ -47,7 +48,21 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
     private readonly vms: VmRepository,
     private readonly metrics: HcpMetrics,
     @Inject(HCP_CONFIG) private readonly config: HcpConfig,
+    private readonly holds: ConsoleSessionHolds,
   ) {}
+
+  /**
+   * Renews the holds of the consoles this instance relays. A console whose hold is gone was taken for
+   * the console of a dead instance (this one did not renew in time) and closed by the sweeper: its relay
+   * ends too, so no console runs on a session its record says is closed.
+   */
+  async renewHolds(): Promise<void> {
+    const relaying = [...this.relays.keys()];
+    const held = await this.holds.renew(relaying);
+    for (const sessionId of relaying) {
+      if (!held.has(sessionId)) this.relays.get(sessionId)?.relay.end('instance_lost');
+    }
+  }
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer();

@@ -10,6 +10,7 @@ const CLOSE_CODES: Record<ConsoleCloseReason, number> = {
   vm_not_running: 4002,
   provider_failed: 1011,
   instance_stopped: 1001,
+  instance_lost: 1001,
 };
 
 export interface RelayEnd {

@@ -1,6 +1,7 @@
 import {
   CONSOLE_SESSION_EVENT_VERSIONS,
   ConsoleSessionEvent,
+  upcastConsoleSessionClosedV1,
   upcastConsoleSessionRefusedV1,
 } from './console/console-session.events';
 import { JOB_EVENT_VERSIONS, JobEvent, upcastJobQueuedV1 } from './job/job.events';
@@ -51,5 +52,7 @@ export function createHcpUpcasters(): UpcasterRegistry {
     .register('RequestReceived', 1, upcastRequestReceivedV1)
     .register('RequestRefused', 1, upcastRequestRefusedV1)
     .register('JobQueued', 1, upcastJobQueuedV1);
-  return registry.register('ConsoleSessionRefused', 1, upcastConsoleSessionRefusedV1);
+  return registry
+    .register('ConsoleSessionRefused', 1, upcastConsoleSessionRefusedV1)
+    .register('ConsoleSessionClosed', 1, upcastConsoleSessionClosedV1);
 }

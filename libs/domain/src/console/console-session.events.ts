@@ -33,10 +33,15 @@ export const CONSOLE_CLOSE_REASONS = [
   'vm_not_running',
   'provider_failed',
   'instance_stopped',
+  /** v2: the instance relaying it died (its hold ran out); closed by the console sweeper. */
+  'instance_lost',
 ] as const;
 export type ConsoleCloseReason = (typeof CONSOLE_CLOSE_REASONS)[number];
 
-/** The connection ended; `bytes_*` count what HCP relayed after the handshake. */
+/**
+ * The connection ended; `bytes_*` count what HCP relayed after the handshake (0 when the sweeper closes
+ * the session of a dead instance: what it relayed died with it).
+ */
 export type ConsoleSessionClosed = DomainEvent<
   'ConsoleSessionClosed',
   ConsoleSessionRef & { reason: ConsoleCloseReason; bytes_to_client: number; bytes_to_provider: number }
@@ -66,6 +71,9 @@ export const upcastConsoleSessionRefusedV1 = (data: Record<string, unknown>): Re
   client_address: null,
 });
 
+/** v2 only added a reason (instance_lost): a v1 event is a v2 event as it is. */
+export const upcastConsoleSessionClosedV1 = (data: Record<string, unknown>): Record<string, unknown> => data;
+
 export type ConsoleSessionEvent =
   | ConsoleSessionOpened
   | ConsoleSessionConnected
@@ -76,7 +84,7 @@ export type ConsoleSessionEventType = ConsoleSessionEvent['type'];
 export const CONSOLE_SESSION_EVENT_VERSIONS: Record<ConsoleSessionEventType, number> = {
   ConsoleSessionOpened: 1,
   ConsoleSessionConnected: 1,
-  ConsoleSessionClosed: 1,
+  ConsoleSessionClosed: 2,
   ConsoleSessionRefused: 2,
 };
 
