@@ -16,6 +16,8 @@ export interface Sizes {
   writeSpread: boolean;
   /** Also measure creates into a project that already holds this many VMs (0: skip). */
   writeExistingVms: number;
+  /** Also measure two API processes on one database (the second with HCP_ROLES=api), 50 clients each (diagnostic). */
+  writeScaleOut: boolean;
   readSizes: number[];
   readS: number;
   readConnections: number;
@@ -32,6 +34,7 @@ export const QUICK: Sizes = {
   writeS: 4,
   writeSpread: false,
   writeExistingVms: 0,
+  writeScaleOut: false,
   readSizes: [10_000],
   readS: 2,
   readConnections: 10,
@@ -48,6 +51,7 @@ export const FULL: Sizes = {
   writeS: 15,
   writeSpread: true,
   writeExistingVms: 2_000,
+  writeScaleOut: true,
   readSizes: [10_000, 100_000],
   readS: 10,
   readConnections: 10,

@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { BenchContext, createBody, PROJECTS, SEEDED } from '../lib/context';
+import type { HcpUnderTest } from '../lib/hcp';
 import { waitForJobsDrained } from '../lib/jobs';
 import { runLoad, LoadResult, LoadSpec } from '../lib/load';
 import { noPeers, PEERS, PeerName, PeerValues, seedPeerProject } from '../lib/peers';
@@ -77,6 +78,11 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
         runLoad({ ...spec, headers: bigHeaders, path: '/v1/projects/bench-big/vms' }),
       );
       details.hcpBigProject = { ...existing, peakRssMb: round(hcp.rss.peakMb()) };
+    }
+    let scaleOut: { okPerS: number; p99: number | null } | null = null;
+    if (sizes.writeScaleOut) {
+      await waitForJobsDrained(client, 1, sizes.drainTimeoutS);
+      scaleOut = await twoApiProcesses(ctx, db.url, hcp, spec, details);
     }
     // The one-project window's peak, as for every other process and row (the high-water mark of the
     // whole process life, kept in details, also covers the diagnostic runs and the warm-up).
@@ -204,6 +210,28 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
       const bad = existing.requests - existing.ok;
       if (bad) rows[rows.length - 3]!.note = `${bad} non-2xx: ${JSON.stringify(existing.statusCounts)}`;
     }
+    if (scaleOut) {
+      const s = 'write: POST /vms, 100 clients, two API processes on one database (scale-out diagnostic)';
+      rows.push(
+        {
+          scenario: s,
+          metric: '202s per second',
+          unit: '1/s',
+          hcp: round(scaleOut.okPerS),
+          baseline: round(base.okPerS),
+          peers: noPeers(),
+          note: `${round(scaleOut.okPerS / one.okPerS, 2)}x one process (its one-project row)`,
+        },
+        {
+          scenario: s,
+          metric: 'p99 (worse of the two)',
+          unit: 'ms',
+          hcp: round(scaleOut.p99),
+          baseline: null,
+          peers: noPeers(),
+        },
+      );
+    }
     return { name: 'write', rows, details };
   } finally {
     await client.end();
@@ -257,5 +285,38 @@ async function writePeer(
     return { one, onePeakRssMb, spread, existing };
   } finally {
     await peer.stop();
+  }
+}
+
+/**
+ * Scale-out diagnostic: a second HCP process (HCP_ROLES=api) on the same database beside the running
+ * one (every role), each driven by 50 of the 100 clients, into one new project; the sum of their 202s
+ * per second against one process's one-project figure says how far adding API processes helps.
+ */
+async function twoApiProcesses(
+  ctx: BenchContext,
+  databaseUrl: string,
+  first: HcpUnderTest,
+  spec: LoadSpec,
+  details: Record<string, unknown>,
+): Promise<{ okPerS: number; p99: number | null }> {
+  const { sizes } = ctx;
+  const { hcp: second, stop } = await ctx.hcp('write-second-api', { databaseUrl, env: { HCP_ROLES: 'api' } });
+  try {
+    const loadOn = (hcp: HcpUnderTest): LoadSpec => ({
+      ...spec,
+      url: hcp.baseUrl,
+      path: '/v1/projects/bench-scale/vms',
+      headers: { authorization: `Bearer ${hcp.token({ 'bench-scale': 'admin' })}` },
+      connections: 50,
+    });
+    await Promise.all([first, second].map((h) => runLoad({ ...loadOn(h), connections: 5, durationS: sizes.warmupS })));
+    log(`write: two API processes, 50 clients each, one project, ${sizes.writeS} s`);
+    const [a, b] = await Promise.all([runLoad(loadOn(first)), runLoad(loadOn(second))]);
+    details.hcpScaleOut = { first: a, second: b };
+    const p99s = [a!.latencyMs?.p99, b!.latencyMs?.p99].filter((v): v is number => typeof v === 'number');
+    return { okPerS: a!.okPerS + b!.okPerS, p99: p99s.length ? Math.max(...p99s) : null };
+  } finally {
+    await stop();
   }
 }
