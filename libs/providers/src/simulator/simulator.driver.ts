@@ -246,11 +246,14 @@ export class SimulatorDriver implements ProviderDriver {
     return vm ? this.describe(vm) : null;
   }
 
-  /** Every VM of this cluster, half-created ones included (their power state is what the row holds). */
+  /** Every VM of this cluster, half-created ones included. */
   async listVms(ctx: CallContext): Promise<VmDescription[]> {
     await this.begin('list', ctx);
     await this.step('describeMs', ctx, 'list');
-    return (await this.state.listVms(this.clusterId)).map((vm) => this.describe(vm));
+    // A VM still being created has no power state to speak of yet (a real hypervisor shows it locked).
+    return (await this.state.listVms(this.clusterId)).map((vm) =>
+      vm.phase === 'ready' ? this.describe(vm) : { ...this.describe(vm), power_state: 'unknown' as const },
+    );
   }
 
   async updateTags(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void> {
