@@ -11,111 +11,134 @@ import { createTestDatabase, TestDatabase } from '../support/test-database';
  * The VMs that become orphans are made at Proxmox with an HCP id by a driver of the test's own, as a
  * create whose answer was lost, a cleanup that failed or a restored backup would leave them.
  */
+interface Stack {
+  sim: ProxmoxSimulator;
+  db: TestDatabase;
+  hcp: HcpProcess;
+  /** A driver of the test's own on the same Proxmox, to act behind HCP's back. */
+  pve: ProxmoxDriver;
+  infra: ApiClient;
+  operator: ApiClient;
+  auditor: ApiClient;
+  tenant: ApiClient;
+  ids: { provider: string; cluster: string; image: string; flavor: string };
+}
+
+/** Proxmox (the simulator) registered in an HCP whose reconcile loop lists the cluster every half second. */
+async function startStack(env: Record<string, string> = {}): Promise<Stack> {
+  const sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
+  const { url, caPem, fingerprint256 } = await sim.start();
+  const db = await createTestDatabase();
+  const hcp = await HcpProcess.start({
+    databaseUrl: db.url,
+    env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', HCP_RECONCILE_INTERVAL_MS: '500', ...env },
+  });
+  const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
+  const operator = new ApiClient(hcp.baseUrl, hcp.token('olga', {}, ['cloud-operator']));
+  const auditor = new ApiClient(hcp.baseUrl, hcp.token('sam', {}, ['security-auditor']));
+  const tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
+  const ids = { provider: '', cluster: '', image: '', flavor: '' };
+  const token = sim.createToken();
+  const provider = await infra.post('/v1/ops/providers', {
+    name: 'pve-orphans',
+    type: 'proxmox',
+    endpoint: url,
+    credentials: { token_id: token.tokenId, token_secret: token.secret },
+    tls: { ca_pem: caPem },
+    settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, shutdown_timeout_s: 2 },
+  });
+  expect(provider.status).toBe(201);
+  ids.provider = provider.body.id;
+  const cluster = await infra.post('/v1/ops/clusters', {
+    name: 'pve-orphans',
+    provider_id: ids.provider,
+    placement_hints: { nodes: ['pve1'], storage: 'local-lvm' },
+  });
+  expect(cluster.status).toBe(201);
+  ids.cluster = cluster.body.id;
+  expect(
+    (await operator.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' }))
+      .status,
+  ).toBe(201);
+  const image = await operator.post('/v1/ops/images', {
+    name: 'debian-12-pve',
+    os: 'linux',
+    min_disk_gb: 4,
+    min_ram_mb: 512,
+    visibility: 'public',
+    provider_refs: { [ids.cluster]: 'debian-12' },
+  });
+  ids.image = image.body.id;
+  ids.flavor = (
+    await operator.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 8 })
+  ).body.id;
+  const pve = new ProxmoxDriver({
+    endpoint: url,
+    credentials: { token_id: token.tokenId, token_secret: token.secret },
+    tls: { fingerprint_sha256: fingerprint256 },
+    settings: { storage: 'local-lvm', bridge: 'vmbr0', full_clone: true, address_wait_s: 0 },
+    provider_id: ids.provider,
+    cluster_id: ids.cluster,
+  });
+  await eventually(
+    async () =>
+      (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
+    'zone pve',
+  );
+  return { sim, db, hcp, pve, infra, operator, auditor, tenant, ids };
+}
+
+async function stopStack(stack: Stack | undefined): Promise<void> {
+  await stack?.pve.close();
+  await stack?.hcp.stop();
+  stack?.hcp.removeDataDir();
+  await stack?.db.drop();
+  await stack?.sim.stop();
+}
+
+/** A VM at Proxmox carrying `hcpId`, made behind HCP's back. */
+async function makeAtProxmox(stack: Stack, hcpId: string, powerOn: boolean): Promise<void> {
+  await stack.pve.createVm(
+    {
+      hcp_id: hcpId,
+      project_id: 'acme',
+      name: `left-${hcpId.slice(0, 8)}`,
+      image_ref: 'debian-12',
+      vcpus: 1,
+      ram_mb: 512,
+      disk_gb: 8,
+      ssh_keys: [],
+      tags: {},
+      power_on: powerOn,
+    },
+    { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal },
+  );
+}
+
+/** The orphan of `hcpId` once the orphan list shows it in `status`. */
+function listedOrphan(stack: Stack, hcpId: string, status = 'open') {
+  return eventually(async () => {
+    const res = await stack.operator.get(`/v1/ops/orphans?cluster_id=${stack.ids.cluster}&status=${status}&limit=200`);
+    expect(res.status).toBe(200);
+    return res.body.items.find((o: { hcp_id: string }) => o.hcp_id === hcpId);
+  }, `orphan ${hcpId} ${status}`);
+}
+
 describe('orphans end to end', () => {
+  let stack: Stack;
   let sim: ProxmoxSimulator;
-  let db: TestDatabase;
-  let hcp: HcpProcess;
-  let pve: ProxmoxDriver;
   let infra: ApiClient;
   let operator: ApiClient;
   let auditor: ApiClient;
   let tenant: ApiClient;
-  const ids = { provider: '', cluster: '', image: '', flavor: '' };
+  let ids: Stack['ids'];
 
   beforeAll(async () => {
-    sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
-    const { url, caPem, fingerprint256 } = await sim.start();
-    db = await createTestDatabase();
-    hcp = await HcpProcess.start({
-      databaseUrl: db.url,
-      env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', HCP_RECONCILE_INTERVAL_MS: '500' },
-    });
-    infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
-    operator = new ApiClient(hcp.baseUrl, hcp.token('olga', {}, ['cloud-operator']));
-    auditor = new ApiClient(hcp.baseUrl, hcp.token('sam', {}, ['security-auditor']));
-    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
-    const token = sim.createToken();
-    const provider = await infra.post('/v1/ops/providers', {
-      name: 'pve-orphans',
-      type: 'proxmox',
-      endpoint: url,
-      credentials: { token_id: token.tokenId, token_secret: token.secret },
-      tls: { ca_pem: caPem },
-      settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, shutdown_timeout_s: 2 },
-    });
-    expect(provider.status).toBe(201);
-    ids.provider = provider.body.id;
-    const cluster = await infra.post('/v1/ops/clusters', {
-      name: 'pve-orphans',
-      provider_id: ids.provider,
-      placement_hints: { nodes: ['pve1'], storage: 'local-lvm' },
-    });
-    expect(cluster.status).toBe(201);
-    ids.cluster = cluster.body.id;
-    expect(
-      (await operator.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' }))
-        .status,
-    ).toBe(201);
-    const image = await operator.post('/v1/ops/images', {
-      name: 'debian-12-pve',
-      os: 'linux',
-      min_disk_gb: 4,
-      min_ram_mb: 512,
-      visibility: 'public',
-      provider_refs: { [ids.cluster]: 'debian-12' },
-    });
-    ids.image = image.body.id;
-    ids.flavor = (
-      await operator.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 8 })
-    ).body.id;
-    pve = new ProxmoxDriver({
-      endpoint: url,
-      credentials: { token_id: token.tokenId, token_secret: token.secret },
-      tls: { fingerprint_sha256: fingerprint256 },
-      settings: { storage: 'local-lvm', bridge: 'vmbr0', full_clone: true, address_wait_s: 0 },
-      provider_id: ids.provider,
-      cluster_id: ids.cluster,
-    });
-    await eventually(
-      async () =>
-        (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
-      'zone pve',
-    );
+    stack = await startStack();
+    ({ sim, infra, operator, auditor, tenant, ids } = stack);
   });
 
-  afterAll(async () => {
-    await pve?.close();
-    await hcp?.stop();
-    hcp?.removeDataDir();
-    await db?.drop();
-    await sim?.stop();
-  });
-
-  /** A VM at Proxmox carrying `hcpId`, made behind HCP's back. */
-  async function makeAtProxmox(hcpId: string, powerOn: boolean): Promise<void> {
-    await pve.createVm(
-      {
-        hcp_id: hcpId,
-        project_id: 'acme',
-        name: `left-${hcpId.slice(0, 8)}`,
-        image_ref: 'debian-12',
-        vcpus: 1,
-        ram_mb: 512,
-        disk_gb: 8,
-        ssh_keys: [],
-        tags: {},
-        power_on: powerOn,
-      },
-      { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal },
-    );
-  }
-
-  const listedOrphan = (hcpId: string, status = 'open') =>
-    eventually(async () => {
-      const res = await operator.get(`/v1/ops/orphans?cluster_id=${ids.cluster}&status=${status}&limit=200`);
-      expect(res.status).toBe(200);
-      return res.body.items.find((o: { hcp_id: string }) => o.hcp_id === hcpId);
-    }, `orphan ${hcpId} ${status}`);
+  afterAll(() => stopStack(stack));
 
   async function createVm(name: string): Promise<{ resource_id: string; job_id: string }> {
     const created = await tenant.post('/v1/projects/acme/vms', {
@@ -133,9 +156,9 @@ describe('orphans end to end', () => {
     expect((await jobFinished(tenant, 'acme', vm.job_id)).status).toBe('succeeded');
     const deleted = await tenant.delete(`/v1/projects/acme/vms/${vm.resource_id}`);
     expect((await jobFinished(tenant, 'acme', deleted.body.job_id)).status).toBe('succeeded');
-    await makeAtProxmox(vm.resource_id, false);
+    await makeAtProxmox(stack, vm.resource_id, false);
 
-    const orphan = await listedOrphan(vm.resource_id);
+    const orphan = await listedOrphan(stack, vm.resource_id);
     expect(orphan).toMatchObject({
       provider_id: ids.provider,
       cluster_id: ids.cluster,
@@ -215,8 +238,8 @@ describe('orphans end to end', () => {
     }
     expect((await tenant.get(`/v1/projects/acme/vms/${vm.resource_id}`)).body.status).toBe('error');
     // What a half-done create whose cleanup failed leaves at Proxmox.
-    await makeAtProxmox(vm.resource_id, false);
-    const orphan = await listedOrphan(vm.resource_id);
+    await makeAtProxmox(stack, vm.resource_id, false);
+    const orphan = await listedOrphan(stack, vm.resource_id);
     expect(orphan).toMatchObject({ hcp_record: 'failed_create', project_id: 'acme', actions: ['adopt', 'destroy'] });
 
     expect((await operator.post(`/v1/ops/orphans/${orphan.id}/adopt`)).status).toBe(403);
@@ -242,8 +265,8 @@ describe('orphans end to end', () => {
 
   it('refuses to adopt an orphan HCP has no VM record for, with 409 saying to destroy it instead', async () => {
     const hcpId = randomUUID();
-    await makeAtProxmox(hcpId, false);
-    const orphan = await listedOrphan(hcpId);
+    await makeAtProxmox(stack, hcpId, false);
+    const orphan = await listedOrphan(stack, hcpId);
     expect(orphan).toMatchObject({ hcp_record: 'absent', project_id: null, actions: ['destroy'] });
     const refused = await infra.post(`/v1/ops/orphans/${orphan.id}/adopt`);
     expect(refused.status).toBe(409);
@@ -255,15 +278,70 @@ describe('orphans end to end', () => {
 
   it('clears an orphan once Proxmox no longer has it, and counts open orphans per provider in /metrics', async () => {
     const hcpId = randomUUID();
-    await makeAtProxmox(hcpId, false);
-    const orphan = await listedOrphan(hcpId);
+    await makeAtProxmox(stack, hcpId, false);
+    const orphan = await listedOrphan(stack, hcpId);
     await eventually(async () => {
       const text = String((await infra.get('/metrics')).body);
       const line = text.split('\n').find((l) => l.startsWith(`hcp_orphans{provider="${ids.provider}"}`));
       return line && Number(line.split(' ').pop()) >= 1 ? line : undefined;
     }, 'hcp_orphans gauge');
-    await pve.deleteVm(hcpId, { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal });
-    const cleared = await listedOrphan(hcpId, 'cleared');
+    await stack.pve.deleteVm(hcpId, { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal });
+    const cleared = await listedOrphan(stack, hcpId, 'cleared');
     expect(cleared.id).toBe(orphan.id);
+  });
+});
+
+describe('orphans under HCP_ORPHAN_POLICY=destroy', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ HCP_ORPHAN_POLICY: 'destroy' });
+  });
+
+  afterAll(() => stopStack(stack));
+
+  it('destroys each orphan as it is found, audited as hcp-orphans, and leaves the VMs HCP has alone', async () => {
+    const { sim, tenant, operator, auditor, ids } = stack;
+    const created = await tenant.post('/v1/projects/acme/vms', {
+      name: 'kept',
+      zone: 'pve',
+      image_id: ids.image,
+      flavor_id: ids.flavor,
+    });
+    expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
+    const hcpId = randomUUID();
+    await makeAtProxmox(stack, hcpId, false);
+
+    const destroyed = await listedOrphan(stack, hcpId, 'destroyed');
+    expect(destroyed).toMatchObject({ hcp_record: 'absent', project_id: null, job_id: expect.any(String) });
+    expect(sim.vmsByHcpId(hcpId)).toEqual([]);
+    expect(sim.vmsByHcpId(created.body.resource_id)).toHaveLength(1);
+    expect((await tenant.get(`/v1/projects/acme/vms/${created.body.resource_id}`)).body.status).toBe('running');
+    // A job on an orphan without a VM record is in no tenant's project.
+    const jobs = await operator.get(`/v1/ops/jobs?resource_id=${destroyed.id}`);
+    expect(jobs.body.items).toEqual([
+      expect.objectContaining({ type: 'orphan.destroy', project_id: '(ops)', status: 'succeeded' }),
+    ]);
+    expect(
+      (await tenant.get('/v1/projects/acme/jobs?limit=200')).body.items.map((j: { type: string }) => j.type),
+    ).not.toContain('orphan.destroy');
+
+    const audit = await eventually(async () => {
+      const res = await auditor.get('/v1/ops/audit?action=orphan.destroy&limit=200');
+      const mine = res.body.items.filter(
+        (r: { target: { orphan_id?: string } }) => r.target.orphan_id === destroyed.id,
+      );
+      return mine.some((r: { result: string }) => r.result === 'accepted') ? mine : undefined;
+    }, 'audit of the policy destroy');
+    expect(audit).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          actor: 'hcp-orphans',
+          result: 'accepted',
+          project_id: null,
+          details: expect.objectContaining({ requested_by: 'policy' }),
+        }),
+      ]),
+    );
   });
 });
