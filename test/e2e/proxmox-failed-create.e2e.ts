@@ -182,5 +182,12 @@ describe('Proxmox creates that go wrong, end to end', () => {
     // Facts are internal: the job answer does not show them.
     expect(JSON.stringify(job)).not.toContain('proxmox.clone');
     expect(JSON.stringify((await tenant.get(`/v1/projects/acme/jobs/${jobId}`)).body)).not.toContain(String(pve.vmid));
+    const [row] = await queryDatabase<{ state: string }>(
+      db.url,
+      'SELECT state::text FROM job_read_model WHERE id = $1',
+      [jobId],
+    );
+    expect(row.state).toContain('"succeeded"');
+    expect(row.state).not.toContain('proxmox.clone');
   });
 });
