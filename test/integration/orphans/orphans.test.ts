@@ -14,7 +14,7 @@ import {
   VmEvent,
   VmState,
 } from '@hcp/domain';
-import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
+import { DomainEventCodec, PostgresEventStore, RecordedEvent } from '@hcp/eventstore';
 import { orphanReadModelProjection } from '@hcp/projections/orphan-read-model/orphan-read-model.projection';
 import { ProxmoxDriver } from '@hcp/providers';
 import { JobRepository } from '../../../src/jobs/job.repository';
@@ -61,7 +61,8 @@ describe('orphans', () => {
   let executor: OrphanDestroyExecutor;
   let adopter: OrphanAdopter;
   let queries: OrphanQueries;
-  let readModelAt = 0n;
+  /** Each test lists a cluster of its own, so one test's listings never clear another's orphans. */
+  let cluster = '';
 
   beforeAll(async () => {
     sim = new ProxmoxSimulator({ latency: { scale: 0.01 } });
@@ -93,6 +94,10 @@ describe('orphans', () => {
     executor = new OrphanDestroyExecutor(orphans, vms, drivers, metrics);
     adopter = new OrphanAdopter(orphans, vms, drivers, metrics);
     queries = new OrphanQueries(ds);
+  });
+
+  beforeEach(() => {
+    cluster = `${CLUSTER}-${randomUUID().slice(0, 8)}`;
   });
 
   afterAll(async () => {
@@ -166,16 +171,18 @@ describe('orphans', () => {
       const description = await driver.describeVm(hcpId, call());
       if (description) resources.push({ description, vm: (await vms.load(hcpId)).state });
     }
-    return new ClusterScanned(PROVIDER, CLUSTER, at.toISOString(), resources);
+    return new ClusterScanned(PROVIDER, cluster, at.toISOString(), resources);
   }
 
-  /** Folds the orphan events written so far into the read model, as the projection runner does. */
-  async function refreshReadModel(): Promise<void> {
-    const recorded = (await store.readAll('start', 100_000)).filter(
-      (r) => r.streamId.startsWith('orphan-') && r.position > readModelAt,
-    );
-    if (recorded.length === 0) return;
-    readModelAt = recorded[recorded.length - 1].position;
+  /**
+   * Folds these orphans' events into the read model, as the projection runner does (it skips what a row
+   * holds already). Read from their streams: a read of all events stays below transactions other tests
+   * on this server hold open.
+   */
+  async function refreshReadModel(...orphanIds: string[]): Promise<void> {
+    const recorded: RecordedEvent[] = [];
+    for (const id of orphanIds) recorded.push(...(await store.readStream(`orphan-${id}`)));
+    recorded.sort((a, b) => (a.position < b.position ? -1 : 1));
     await ds.transaction((tx) =>
       orphanReadModelProjection().apply(
         recorded.map((r) => codec.decode(r)),
@@ -199,12 +206,12 @@ describe('orphans', () => {
     const vmId = randomUUID();
     await vmRecord(vmId, ['provisioned', 'deleted']);
     await provisionAtProxmox(vmId); // e.g. a delete that removed the wrong copy, or a VM restored from backup
-    const orphanId = orphanIdOf(CLUSTER, vmId);
+    const orphanId = orphanIdOf(cluster, vmId);
 
     const outcome = await scanner().apply(await scanOf([vmId]));
     expect(outcome).toEqual({ found: [orphanId], cleared: [], destroy_jobs: [] });
-    await refreshReadModel();
-    const listed = await queries.list({ cluster_id: CLUSTER }, 50);
+    await refreshReadModel(orphanId);
+    const listed = await queries.list({ cluster_id: cluster }, 50);
     expect(listed.items.find((o) => o.id === orphanId)).toMatchObject({
       hcp_id: vmId,
       project_id: 'acme',
@@ -222,7 +229,7 @@ describe('orphans', () => {
 
     await runJob(accepted.job_id);
     expect(sim.vmsByHcpId(vmId)).toEqual([]);
-    await refreshReadModel();
+    await refreshReadModel(orphanId);
     expect(await queries.get(orphanId)).toMatchObject({ status: 'destroyed', job_id: accepted.job_id, actions: [] });
     expect((await queries.list({ status: 'destroyed' }, 50)).items.map((o) => o.id)).toContain(orphanId);
     expect((await queries.list({}, 50)).items.map((o) => o.id)).not.toContain(orphanId);
@@ -231,7 +238,7 @@ describe('orphans', () => {
   it('answers a destroy retried with the same idempotency key with the same job, and opens no second one', async () => {
     const hcpId = randomUUID();
     await provisionAtProxmox(hcpId, false);
-    const orphanId = orphanIdOf(CLUSTER, hcpId);
+    const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const ctx = { actor: 'ingrid', traceId: 't', idempotencyKey: `key-${hcpId}` };
     const first = await destroyer.request(orphanId, ctx, 'ops');
@@ -249,7 +256,7 @@ describe('orphans', () => {
     const vmId = randomUUID();
     await vmRecord(vmId, ['create_failed']);
     await provisionAtProxmox(vmId);
-    const orphanId = orphanIdOf(CLUSTER, vmId);
+    const orphanId = orphanIdOf(cluster, vmId);
     await scanner().apply(await scanOf([vmId]));
     const accepted = await destroyer.request(orphanId, { actor: 'ingrid', traceId: 't' }, 'ops');
     // Meanwhile the failed create's VM took its resource back.
@@ -260,19 +267,44 @@ describe('orphans', () => {
     const state = (await orphans.load(orphanId)).state!;
     expect(state).toMatchObject({ status: 'destroy_failed', last_error: { code: 'CONFLICT', retryable: false } });
     // The next listing sees the VM live and clears the orphan.
-    await refreshReadModel();
+    await refreshReadModel(orphanId);
     const outcome = await scanner().apply(await scanOf([vmId]));
     expect(outcome.cleared).toEqual([orphanId]);
     expect((await orphans.load(orphanId)).state?.status).toBe('cleared');
+  });
+
+  it('destroys again under the same job when ops retry a destroy job that failed', async () => {
+    const hcpId = randomUUID();
+    await provisionAtProxmox(hcpId, false);
+    const orphanId = orphanIdOf(cluster, hcpId);
+    await scanner().apply(await scanOf([hcpId]));
+    const accepted = await destroyer.request(orphanId, { actor: 'ingrid', traceId: 't' }, 'ops');
+    sim.addFault({ kind: 'error', status: 500, message: 'storage busy', method: 'DELETE' });
+    try {
+      await runJob(accepted.job_id);
+    } finally {
+      sim.clearFaults();
+    }
+    expect((await orphans.load(orphanId)).state).toMatchObject({ status: 'destroy_failed', job_id: accepted.job_id });
+    expect(sim.vmsByHcpId(hcpId)).toHaveLength(1);
+
+    const job = (await jobs.load(accepted.job_id)).state as JobState;
+    await executor.reopen(job, eventContext('olga', 'trace-recover'));
+    expect((await orphans.load(orphanId)).state).toMatchObject({ status: 'destroying', job_id: accepted.job_id });
+    await runJob(accepted.job_id);
+    expect(sim.vmsByHcpId(hcpId)).toEqual([]);
+    expect((await orphans.load(orphanId)).state?.status).toBe('destroyed');
+    // Settled: a replayed attempt of the same job finds nothing more to do.
+    expect(await executor.perform(job, attempt())).toEqual({ kind: 'settled', error: null });
   });
 
   it('gives a failed create its Proxmox VM back on adopt: the VM leaves error in the power state Proxmox reports', async () => {
     const vmId = randomUUID();
     await vmRecord(vmId, ['create_failed']);
     await provisionAtProxmox(vmId, false);
-    const orphanId = orphanIdOf(CLUSTER, vmId);
+    const orphanId = orphanIdOf(cluster, vmId);
     await scanner().apply(await scanOf([vmId]));
-    await refreshReadModel();
+    await refreshReadModel(orphanId);
     expect(await queries.get(orphanId)).toMatchObject({ hcp_record: 'failed_create', actions: ['adopt', 'destroy'] });
 
     const adopted = await adopter.adopt(orphanId, OPS);
@@ -287,7 +319,7 @@ describe('orphans', () => {
   it('refuses to adopt an orphan HCP has no VM record for, with CONFLICT saying to destroy it instead', async () => {
     const hcpId = randomUUID();
     await provisionAtProxmox(hcpId, false);
-    const orphanId = orphanIdOf(CLUSTER, hcpId);
+    const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const refused = await adopter.adopt(orphanId, OPS).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(HcpError);
@@ -299,9 +331,9 @@ describe('orphans', () => {
   it('clears an orphan the provider no longer lists, and finds it again when it is listed again', async () => {
     const hcpId = randomUUID();
     await provisionAtProxmox(hcpId, false);
-    const orphanId = orphanIdOf(CLUSTER, hcpId);
+    const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
-    await refreshReadModel();
+    await refreshReadModel(orphanId);
     expect(await scanner().apply(await scanOf([]))).toMatchObject({ cleared: expect.arrayContaining([orphanId]) });
     expect((await orphans.load(orphanId)).state?.status).toBe('cleared');
     expect(await scanner().apply(await scanOf([hcpId]))).toMatchObject({ found: [orphanId] });
@@ -311,9 +343,9 @@ describe('orphans', () => {
   it('records nothing when a later listing sees an open orphan unchanged', async () => {
     const hcpId = randomUUID();
     await provisionAtProxmox(hcpId, false);
-    const orphanId = orphanIdOf(CLUSTER, hcpId);
+    const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
-    await refreshReadModel();
+    await refreshReadModel(orphanId);
     const before = (await orphanEvents(orphanId)).length;
     expect(await scanner().apply(await scanOf([hcpId]))).toEqual({ found: [], cleared: [], destroy_jobs: [] });
     expect(await orphanEvents(orphanId)).toHaveLength(before);
@@ -326,11 +358,11 @@ describe('orphans', () => {
     await vmRecord(liveVmId, ['provisioned']);
     await provisionAtProxmox(liveVmId);
     const outcome = await scanner('destroy').apply(await scanOf([orphanHcpId, liveVmId]));
-    expect(outcome.found).toEqual([orphanIdOf(CLUSTER, orphanHcpId)]);
+    expect(outcome.found).toEqual([orphanIdOf(cluster, orphanHcpId)]);
     expect(outcome.destroy_jobs).toHaveLength(1);
     const job = (await jobs.load(outcome.destroy_jobs[0])).state!;
     expect(job).toMatchObject({ type: 'orphan.destroy', actor: ORPHAN_SCANNER_ACTOR });
-    const [requested] = (await orphanEvents(orphanIdOf(CLUSTER, orphanHcpId))).filter(
+    const [requested] = (await orphanEvents(orphanIdOf(cluster, orphanHcpId))).filter(
       (e) => e.event.type === 'OrphanDestroyRequested',
     );
     expect(requested.context.actor).toBe(ORPHAN_SCANNER_ACTOR);
@@ -343,7 +375,7 @@ describe('orphans', () => {
   it('opens the job of a destroy request whose command died before admitting it (the job dispatcher)', async () => {
     const hcpId = randomUUID();
     await provisionAtProxmox(hcpId, false);
-    const orphanId = orphanIdOf(CLUSTER, hcpId);
+    const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const jobId = randomUUID();
     // The orphan's event only, as a command that crashed right after it would leave it.
