@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
+import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
 
@@ -266,5 +267,81 @@ describe('reconcile end to end', () => {
     expect(again.body.job_id).toBe(first.body.job_id);
     // Tenants may not ask for it.
     expect((await tenant.post(`/v1/ops/vms/${vmId}/reconcile`)).status).toBe(403);
+  });
+});
+
+/**
+ * The periodic pass on its own, on the embedded simulator provider: nobody asks, and what changed at the
+ * provider still reaches HCP's record, while a provider listing that fails half the time is counted and
+ * the passes after it go on.
+ */
+describe('periodic reconcile end to end', () => {
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let tenant: ApiClient;
+  let choice: { image_id: string; flavor_id: string };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({
+      databaseUrl: db.url,
+      env: {
+        HCP_SIMULATOR_LATENCY_SCALE: '0.05',
+        HCP_RECONCILE_INTERVAL_MS: '300',
+        HCP_SIMULATOR_FAULTS: 'list=fail:PROVIDER_UNAVAILABLE@0.5',
+      },
+    });
+    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
+    choice = await seededChoice(tenant);
+  });
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+  });
+
+  const metric = async (line: RegExp): Promise<number> => {
+    const text = await (await fetch(`${hcp.baseUrl}/metrics`)).text();
+    return text
+      .split('\n')
+      .filter((l) => line.test(l))
+      .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+  };
+
+  it('records a VM stopped at the provider without being asked, and writes PATCHed tags there', async () => {
+    const res = await tenant.post('/v1/projects/acme/vms', { name: 'web', zone: 'local', ...choice, tags: { a: '1' } });
+    expect(res.status).toBe(202);
+    const vmId = res.body.resource_id;
+    expect((await jobFinished(tenant, 'acme', res.body.job_id)).status).toBe('succeeded');
+
+    await queryDatabase(
+      db.url,
+      `UPDATE simulator.vms SET power_state = 'stopped', addresses = '[]' WHERE hcp_id = $1`,
+      [vmId],
+    );
+    const vm = await eventually(async () => {
+      const body = (await tenant.get(`/v1/projects/acme/vms/${vmId}`)).body;
+      return body.status === 'stopped' ? body : undefined;
+    }, 'VM stopped by the periodic pass');
+    expect(vm).toMatchObject({ desired_state: 'stopped', addresses: [] });
+    expect(await metric(/^hcp_reconcile_drift_total\{kind="power_state"\}/)).toBeGreaterThanOrEqual(1);
+
+    expect((await tenant.patch(`/v1/projects/acme/vms/${vmId}`, { tags: { a: '2', b: 'x' } })).status).toBe(200);
+    await eventually(async () => {
+      const [row] = await queryDatabase<{ tags: Record<string, string> }>(
+        db.url,
+        'SELECT tags FROM simulator.vms WHERE hcp_id = $1',
+        [vmId],
+      );
+      return row.tags.a === '2' && row.tags.b === 'x' ? true : undefined;
+    }, 'tags at the provider');
+
+    // Half the listings failed on the way: each was counted, and the passes after it went on.
+    await eventually(
+      async () => ((await metric(/^hcp_reconcile_failures_total/)) >= 1 ? true : undefined),
+      'a failed pass counted',
+    );
+    expect(await metric(/^hcp_reconcile_duration_seconds_count\{provider="simulator"\}/)).toBeGreaterThanOrEqual(1);
   });
 });
