@@ -584,6 +584,28 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       }
     });
 
+    it('deletes, given the failed create’s recorded clone, a clone still in its lock window once its lock goes', async () => {
+      const slow = await startFixture({ scale: 0.01, cloneFullMs: 60_000 });
+      try {
+        const facts: Record<string, unknown> = {};
+        const spec = specFor({ power_on: false });
+        expect((await caught(slow.driver().createVm(spec, jobCall(facts, 200)))).code).toBe('PROVIDER_TIMEOUT');
+        const inProgress = slow.sim.vmsByHcpId(spec.hcp_id)[0];
+        expect(inProgress.config).toEqual({ lock: 'clone' });
+
+        // The cleanup of the failed create: a fresh driver, the create job's facts, no record.
+        const cleanup = slow.driver();
+        const tooSoon = await caught(cleanup.deleteVm(spec.hcp_id, { ...ctx(100), recorded: facts }));
+        expect(tooSoon.code).toBe('PROVIDER_TIMEOUT');
+        await cleanup.deleteVm(spec.hcp_id, { ...ctx(10_000), recorded: facts });
+
+        expect(slow.sim.listVms().filter((v) => v.vmid === inProgress.vmid)).toEqual([]);
+        expect(slow.sim.validationFailures).toEqual([]);
+      } finally {
+        await stopFixture(slow);
+      }
+    });
+
     it('clones again when the recorded clone never reached Proxmox, and records the new one', async () => {
       const spec = specFor({ power_on: false });
       const facts: Record<string, unknown> = { 'proxmox.clone': { node: 'pve1', vmid: 99_999 } };

@@ -154,6 +154,28 @@ export async function findStartedClone(
   return null;
 }
 
+/**
+ * For a delete that found no VM by its HCP id: a clone started for it (the failed create's recorded
+ * VMID, see VmJobExecutor's cleanup) that is still copying, waited for until its lock goes (within the
+ * call's deadline, else PROVIDER_TIMEOUT) and returned if it turns out ours; null when there is none,
+ * or it vanished meanwhile. Proxmox refuses to destroy a VM while the clone holds it.
+ */
+export async function startedCloneToDelete(
+  cluster: ProxmoxCluster,
+  hcpId: string,
+  ctx: CallContext,
+): Promise<Located | null> {
+  const started = await findStartedClone(cluster, hcpId, ctx);
+  if (!started) return null;
+  try {
+    const loc = await waitUntilUnlocked(cluster, started, hcpId, ctx);
+    return hcpIdOfDescription(loc.config.description) === hcpId ? loc : null;
+  } catch (err) {
+    if (err instanceof HcpError && err.code === 'CONFLICT' && err.details?.phase === 'creating') return null;
+    throw err;
+  }
+}
+
 /** The clone an earlier attempt of the job recorded, if its fact has the shape this driver writes. */
 function recordedClone(ctx: CallContext): VmRef | null {
   const fact = ctx.recorded?.[CLONE_FACT] as { node?: unknown; vmid?: unknown } | undefined;

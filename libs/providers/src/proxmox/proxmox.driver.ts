@@ -27,7 +27,7 @@ import {
   type ProxmoxTls,
 } from './proxmox-config';
 import { openVncConsole } from './proxmox-console';
-import { configureVm, findOrClone, resizeDisk, settleClones } from './proxmox-create';
+import { configureVm, findOrClone, resizeDisk, settleClones, startedCloneToDelete } from './proxmox-create';
 import { destroyVm } from './proxmox-delete';
 import { describeLocated, describeWithAddresses } from './proxmox-describe';
 import { isVmMissing } from './proxmox-errors';
@@ -168,7 +168,7 @@ export class ProxmoxDriver implements ProviderDriver {
   deleteVm(hcpId: string, ctx: CallContext): Promise<void> {
     return this.serial(hcpId, async () => {
       this.begin(ctx, 'delete');
-      const loc = await locateVm(this.cluster, hcpId, ctx);
+      const loc = (await locateVm(this.cluster, hcpId, ctx)) ?? (await startedCloneToDelete(this.cluster, hcpId, ctx));
       if (!loc) return;
       await destroyVm(this.cluster, loc, ctx);
       settleClones(this.cluster, hcpId);
