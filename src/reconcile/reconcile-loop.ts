@@ -18,6 +18,9 @@ export interface ReconcileLoopOptions {
   holder?: string;
 }
 
+/** How long a shutdown waits for its leases to be given back. */
+const RELEASE_WAIT_MS = 2000;
+
 /** The lease of a cluster outlives two missed passes, and never less than this. */
 export const MIN_RECONCILE_LEASE_MS = 15_000;
 
@@ -65,12 +68,22 @@ export class ReconcileLoop {
     return done;
   }
 
-  /** Gives back every lease this process holds (on shutdown), so another process takes over at once. */
+  /**
+   * Gives back every lease this process holds (on shutdown), so another process takes over at once. A
+   * database that does not answer is not waited for past RELEASE_WAIT_MS: the leases then expire instead.
+   */
   async releaseAll(): Promise<void> {
-    for (const key of [...this.held]) {
-      this.held.delete(key);
-      await this.leases.release(key, this.holder).catch(() => undefined);
-    }
+    const keys = [...this.held];
+    this.held.clear();
+    if (keys.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, RELEASE_WAIT_MS);
+      timer.unref();
+    });
+    const released = Promise.all(keys.map((key) => this.leases.release(key, this.holder).catch(() => undefined)));
+    await Promise.race([released, late]);
+    clearTimeout(timer);
   }
 
   private async reconcileCluster(cluster: ReconciledCluster): Promise<boolean> {

@@ -202,6 +202,15 @@ describe('reconcile loop', () => {
     await leases.release(key, 'survivor');
   });
 
+  it('gives its leases back on shutdown, so another process takes the cluster over at once', async () => {
+    const leaving = loop('leaving');
+    expect(await leaving.runOnce()).toHaveLength(1);
+    expect(await loop('staying').runOnce()).toHaveLength(0);
+    await leaving.releaseAll();
+    expect(await loop('staying').runOnce()).toHaveLength(1);
+    await new ReconcileLeases(database.ds).release(`${PROVIDER}/${CLUSTER}`, 'staying');
+  });
+
   it('counts a run whose provider listing fails, and the next run reconciles', async () => {
     const id = await runningVm();
     await sim.setPower(id, 'stopped', []);
