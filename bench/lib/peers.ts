@@ -9,7 +9,7 @@ import { freePort } from './hcp';
 import { ManagedProcess, RssSampler } from './proc';
 import type { CatalogRefs } from './seed';
 import { seedVmReadModel } from './seed';
-import { sleep } from './util';
+import { log, sleep, waitFor } from './util';
 
 /** The peers every write and read row is measured against (bench/peers/), in column order. */
 export const PEERS = ['emmett', 'emmett_group'] as const;
@@ -25,6 +25,8 @@ export interface PeerHandle {
   process: ManagedProcess;
   rss: RssSampler;
   stats(): Promise<Record<string, unknown>>;
+  /** Waits until the creates a load left behind (still retrying when its clients stopped) are answered. */
+  idle(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -55,6 +57,14 @@ export async function startPeer(name: PeerName, databaseUrl: string, script: str
     process: child,
     rss,
     stats: async () => (await (await fetch(`${url}/ping`)).json()) as Record<string, unknown>,
+    idle: async (timeoutMs = 60_000) => {
+      await waitFor(
+        `peer ${name} to finish the creates in flight`,
+        async () => ((await (await fetch(`${url}/ping`)).json()) as { inFlight: number }).inFlight === 0,
+        timeoutMs,
+        100,
+      ).catch((err: Error) => log(err.message));
+    },
     stop: async () => {
       rss.stop();
       await child.stop();

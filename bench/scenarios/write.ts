@@ -259,15 +259,18 @@ async function writePeer(
   try {
     const peerSpec = { ...spec, url: peer.url };
     await runLoad({ ...peerSpec, connections: 10, durationS: sizes.warmupS });
+    await peer.idle();
     peer.rss.beginWindow();
     log(`write: ${name}, 100 clients, one project, ${sizes.writeS} s`);
     const one = await runLoad(peerSpec);
     const onePeakRssMb = round(peer.rss.peakMb());
+    await peer.idle();
     const statsAfterOne = await peer.stats();
     let spread: LoadResult | null = null;
     if (sizes.writeSpread) {
       log(`write: ${name}, 100 clients over 100 projects, ${sizes.writeS} s`);
       spread = await runLoad({ ...peerSpec, path: '/v1/projects/{project}/vms', projects: PROJECTS });
+      await peer.idle();
     }
     let existing: LoadResult | null = null;
     if (sizes.writeExistingVms > 0) {

@@ -51,7 +51,7 @@ interface CreateRequest {
 type Outcome = { ok: true; vmId: string; jobId: string } | { ok: false };
 
 /** What explains the per-create form's rate: decisions run (one per attempt) against creates answered. */
-const stats = { decisions: 0, creates: 0, commandHandlerCalls: 0 };
+const stats = { decisions: 0, creates: 0, commandHandlerCalls: 0, inFlight: 0 };
 
 /** One create's handler: the events it appends if the quota allows it, and where its outcome goes. */
 function createHandler(req: CreateRequest, report: (o: Outcome) => void): (state: Quota) => QuotaEvent[] {
@@ -131,6 +131,7 @@ app.post('/v1/projects/:project/vms', async (req: Request<{ project: string }>, 
     flavor_id: body.flavor_id,
     tags: (body.tags && typeof body.tags === 'object' ? body.tags : {}) as Record<string, string>,
   };
+  stats.inFlight++;
   try {
     const outcome = mode === 'emmett_group' ? await lanes.submit(create.project, create) : await createOne(create);
     if (!outcome.ok) {
@@ -141,6 +142,8 @@ app.post('/v1/projects/:project/vms', async (req: Request<{ project: string }>, 
     res.status(202).json({ resource_id: outcome.vmId, job_id: outcome.jobId });
   } catch (err) {
     res.status(500).json({ error: { code: 'INTERNAL_ERROR', message: (err as Error).message.slice(0, 200) } });
+  } finally {
+    stats.inFlight--;
   }
 });
 
