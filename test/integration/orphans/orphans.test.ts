@@ -340,6 +340,24 @@ describe('orphans', () => {
     expect((await orphans.load(orphanId)).state?.status).toBe('open');
   });
 
+  it('pages the orphan list with limit and cursor, newest found first, and filters it by provider and status', async () => {
+    const first = randomUUID();
+    const second = randomUUID();
+    await provisionAtProxmox(first, false);
+    await provisionAtProxmox(second, false);
+    await scanner().apply(await scanOf([first]));
+    await scanner().apply(await scanOf([first, second]));
+    await refreshReadModel(orphanIdOf(cluster, first), orphanIdOf(cluster, second));
+
+    const page1 = await queries.list({ cluster_id: cluster }, 1);
+    expect(page1.items.map((o) => o.hcp_id)).toEqual([second]);
+    expect(page1.next_cursor).not.toBeNull();
+    const page2 = await queries.list({ cluster_id: cluster }, 1, page1.next_cursor!);
+    expect(page2).toEqual({ items: [expect.objectContaining({ hcp_id: first })], next_cursor: null });
+    expect((await queries.list({ cluster_id: cluster, provider_id: 'another-provider' }, 50)).items).toEqual([]);
+    expect((await queries.list({ cluster_id: cluster, status: 'cleared' }, 50)).items).toEqual([]);
+  });
+
   it('records nothing when a later listing sees an open orphan unchanged', async () => {
     const hcpId = randomUUID();
     await provisionAtProxmox(hcpId, false);
