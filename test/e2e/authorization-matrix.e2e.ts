@@ -91,6 +91,8 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   // The fixture job does not exist: a permitted recovery gets as far as looking it up (job-recovery.e2e
   // covers the outcomes).
   'POST /v1/ops/jobs/:id/recover': { roles: CLOUD, ok: 404 },
+  // No VM has the fixture id: a permitted reconcile gets as far as looking it up (reconcile.e2e covers the rest).
+  'POST /v1/ops/vms/:id/reconcile': { roles: CLOUD, ok: 404 },
   // No orphan has the fixture id: a permitted call gets as far as looking it up (orphans.e2e covers the outcomes).
   'GET /v1/ops/orphans': { roles: INFRA_READ, ok: 200 },
   'GET /v1/ops/orphans/:id': { roles: INFRA_READ, ok: 404 },
@@ -140,6 +142,7 @@ describe('authorization matrix', () => {
     'dead-letter': '',
     job: randomUUID(),
     orphan: randomUUID(),
+    vm: randomUUID(),
   };
   let opsAdmin: ApiClient;
   let serial = 0;
