@@ -7,13 +7,12 @@ import { HcpError } from '@hcp/domain';
 import type { CreateVmSpec, PowerState, VmAddress } from '../spi/provider-driver';
 import type { ProxmoxSettings } from './proxmox-config';
 import {
-  HCP_TAG,
   agentEnabled,
   buildDescription,
   cloneMarkerName,
   dnsName,
   encodeSshKeys,
-  hcpIdTag,
+  proxmoxTagList,
   macOf,
   memoryMiB,
   netOnBridge,
@@ -96,7 +95,9 @@ export function desiredConfig(spec: CreateVmSpec, settings: ProxmoxSettings, con
   const desired: Record<string, string> = {
     name: dnsName(spec.name) ?? cloneMarkerName(spec.hcp_id).replace(/^hcp-/, 'vm-'),
     description: descriptionOf(spec),
-    tags: [HCP_TAG, hcpIdTag(spec.hcp_id)].join(';'),
+    // The tenant's tags from the start (as updateTags writes them later), so the first reconcile pass
+    // finds nothing to write; tags the template carries are someone else's and stay.
+    tags: proxmoxTagList(spec.hcp_id, spec.tags, config.tags, {}),
     cores: String(spec.vcpus),
     memory: String(spec.ram_mb),
     ciuser: settings.ciuser,
