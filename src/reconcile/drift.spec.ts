@@ -1,27 +1,15 @@
 import { reconcileVm, VmState } from '@hcp/domain';
 import type { VmDescription } from '@hcp/providers';
+import { requestedVm } from '../../libs/domain/src/vm/vm-state.fixture';
 import { driftKindsOf, observedOf, tagsDiffer } from './drift';
 
-const AT = '2026-01-01T00:00:00.000Z';
+/** A settled running VM, as HCP records one. */
 const vm = (over: Partial<VmState> = {}): VmState => ({
-  id: 'vm-1',
-  project_id: 'p1',
-  name: 'web',
-  zone: 'local',
-  image_id: 'img',
-  flavor_id: 'small',
-  resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
-  placement: { provider_id: 'prov', cluster_id: 'cl', image_ref: 'tmpl' },
+  ...requestedVm({ name: 'web', tags: { env: 'dev' } }),
   status: 'running',
-  desired_state: 'running',
   addresses: [{ type: 'ipv4', address: '10.0.0.5', nic: 'net0' }],
-  tags: { env: 'dev' },
-  metadata: {},
   pending_job_id: null,
   last_job_id: 'job-1',
-  last_error: null,
-  created_at: AT,
-  updated_at: AT,
   ...over,
 });
 const described = (over: Partial<VmDescription> = {}): VmDescription => ({

@@ -1,26 +1,10 @@
 import { HcpErrorShape } from '../errors';
-import { VmCreateRequestedData, VmEvent } from '../vm/vm.events';
-import { decideVm, evolveVm, recordVmOutcome, VmState, VmStatus } from '../vm/vm.state-machine';
+import { VmEvent } from '../vm/vm.events';
+import { applyVmEvents, vmCreateData } from '../vm/vm-state.fixture';
+import { decideVm, recordVmOutcome, VmState, VmStatus } from '../vm/vm.state-machine';
 import { orphanRecordOf } from './orphan-rule';
 
-const AT = '2026-01-01T00:00:00.000Z';
 const FAILURE: HcpErrorShape = { code: 'PROVIDER_UNAVAILABLE', message: 'refused', retryable: false };
-
-const createData: VmCreateRequestedData = {
-  vm_id: 'vm-1',
-  project_id: 'p1',
-  job_id: 'job-create',
-  name: 'web-1',
-  zone: 'local',
-  image_id: 'img',
-  flavor_id: 'small',
-  resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
-  placement: { provider_id: 'prov', cluster_id: 'cl', image_ref: 'tmpl' },
-  tags: {},
-  metadata: {},
-  ssh_keys: [],
-  power_on: true,
-};
 
 /** A VM built the way HCP builds one: by deciding each step and folding the events. */
 class VmHistory {
@@ -28,7 +12,7 @@ class VmHistory {
   private jobs = 0;
 
   static created(): VmHistory {
-    return new VmHistory().apply(decideVm(null, { type: 'create', data: createData }));
+    return new VmHistory().apply(decideVm(null, { type: 'create', data: vmCreateData() }));
   }
 
   provisioned(): this {
@@ -75,7 +59,7 @@ class VmHistory {
   }
 
   private apply(events: VmEvent[]): this {
-    this.state = events.reduce<VmState | null>((s, e) => evolveVm(s, e, AT), this.state);
+    this.state = applyVmEvents(this.state, events);
     return this;
   }
 }

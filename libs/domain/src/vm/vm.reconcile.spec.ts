@@ -2,40 +2,17 @@ import * as fc from 'fast-check';
 import { meteringRecordsOf } from '../audit/metering-record';
 import { auditRecordOf } from '../audit/audit-record';
 import { HcpError } from '../errors';
+import { applyVmEvents, FIXTURE_AT, requestedVm, vmCreateData } from './vm-state.fixture';
 import { VM_EVENT_SCHEMAS } from './vm.event-schemas';
-import { VmAddress, VmCreateRequestedData, VmEvent } from './vm.events';
+import { VmAddress, VmEvent } from './vm.events';
 import { adoptVm, ObservedVm, reconcileVm } from './vm.reconcile';
 import { decideVm, evolveVm, isVanished, recordVmOutcome, VmState, VmStatus } from './vm.state-machine';
 
-const AT = '2026-01-01T00:00:00.000Z';
 const IP = (address: string): VmAddress => ({ type: 'ipv4', address, nic: 'net0' });
 
-const createData = (over: Partial<VmCreateRequestedData> = {}): VmCreateRequestedData => ({
-  vm_id: 'vm-1',
-  project_id: 'p1',
-  job_id: 'job-create',
-  name: 'web-1',
-  zone: 'local',
-  image_id: 'img',
-  flavor_id: 'small',
-  resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
-  placement: { provider_id: 'prov', cluster_id: 'cl', image_ref: 'tmpl' },
-  tags: {},
-  metadata: {},
-  ssh_keys: [],
-  power_on: true,
-  ...over,
-});
-
-function apply(state: VmState | null, events: VmEvent[]): VmState | null {
-  return events.reduce<VmState | null>((s, e) => evolveVm(s, e, AT), state);
-}
-
-const requested = () => apply(null, decideVm(null, { type: 'create', data: createData() }))!;
-
 function provisioned(power: 'running' | 'stopped' = 'running', addresses = [IP('10.0.0.5')]): VmState {
-  const vm = requested();
-  return apply(
+  const vm = requestedVm();
+  return applyVmEvents(
     vm,
     recordVmOutcome(vm, {
       type: 'succeeded',
@@ -48,8 +25,8 @@ function provisioned(power: 'running' | 'stopped' = 'running', addresses = [IP('
 }
 
 function failedCreate(): VmState {
-  const vm = requested();
-  return apply(
+  const vm = requestedVm();
+  return applyVmEvents(
     vm,
     recordVmOutcome(vm, {
       type: 'failed',
@@ -62,8 +39,8 @@ function failedCreate(): VmState {
 
 function failedDelete(): VmState {
   const running = provisioned();
-  const deleting = apply(running, decideVm(running, { type: 'delete', job_id: 'job-del' }))!;
-  return apply(
+  const deleting = applyVmEvents(running, decideVm(running, { type: 'delete', job_id: 'job-del' }))!;
+  return applyVmEvents(
     deleting,
     recordVmOutcome(deleting, {
       type: 'failed',
@@ -107,26 +84,26 @@ describe('reconcileVm', () => {
         },
       },
     ]);
-    const after = apply(vm, events)!;
+    const after = applyVmEvents(vm, events)!;
     expect(after).toMatchObject({ status: 'stopped', desired_state: 'stopped', addresses: [], pending_job_id: null });
   });
 
   it('records a VM started behind HCP back as running with the addresses the provider reports', () => {
     const vm = provisioned('stopped', []);
-    const after = apply(vm, reconcileVm(vm, seen('running', [IP('10.0.0.9')])))!;
+    const after = applyVmEvents(vm, reconcileVm(vm, seen('running', [IP('10.0.0.9')])))!;
     expect(after).toMatchObject({ status: 'running', desired_state: 'running', addresses: [IP('10.0.0.9')] });
   });
 
   it('refreshes the empty addresses a reboot left once the guest agent answers', () => {
     const vm = provisioned('running', []);
-    const after = apply(vm, reconcileVm(vm, seen('running', [IP('10.0.0.7')])))!;
+    const after = applyVmEvents(vm, reconcileVm(vm, seen('running', [IP('10.0.0.7')])))!;
     expect(after.addresses).toEqual([IP('10.0.0.7')]);
     expect(after.status).toBe('running');
   });
 
   it('replaces addresses that changed', () => {
     const vm = provisioned('running', [IP('10.0.0.5')]);
-    expect(apply(vm, reconcileVm(vm, seen('running', [IP('10.0.0.6')])))!.addresses).toEqual([IP('10.0.0.6')]);
+    expect(applyVmEvents(vm, reconcileVm(vm, seen('running', [IP('10.0.0.6')])))!.addresses).toEqual([IP('10.0.0.6')]);
   });
 
   it('keeps the addresses of a running VM whose guest agent does not answer', () => {
@@ -149,7 +126,7 @@ describe('reconcileVm', () => {
         data: { project_id: 'p1', previous_status: 'running', reason: 'vanished_at_provider' },
       },
     ]);
-    const after = apply(vm, events)!;
+    const after = applyVmEvents(vm, events)!;
     expect(after.status).toBe('error');
     expect(after.addresses).toEqual([]);
     expect(after.last_error).toMatchObject({ code: 'NOT_FOUND', details: { reason: 'vanished_at_provider' } });
@@ -157,13 +134,13 @@ describe('reconcileVm', () => {
   });
 
   it('records a vanished VM once, not on every pass', () => {
-    const vanished = apply(provisioned(), reconcileVm(provisioned(), null))!;
+    const vanished = applyVmEvents(provisioned(), reconcileVm(provisioned(), null))!;
     expect(reconcileVm(vanished, null)).toEqual([]);
   });
 
   it('brings back a vanished VM that reappears at the provider and clears its error', () => {
-    const vanished = apply(provisioned(), reconcileVm(provisioned(), null))!;
-    const back = apply(vanished, reconcileVm(vanished, seen('stopped')))!;
+    const vanished = applyVmEvents(provisioned(), reconcileVm(provisioned(), null))!;
+    const back = applyVmEvents(vanished, reconcileVm(vanished, seen('stopped')))!;
     expect(back).toMatchObject({ status: 'stopped', desired_state: 'stopped', last_error: null });
   });
 
@@ -195,14 +172,14 @@ describe('reconcileVm', () => {
   it('keeps a failed delete in error while the provider still has the VM, and marks it vanished once gone', () => {
     const vm = failedDelete();
     expect(reconcileVm(vm, seen('running'))).toEqual([]);
-    const gone = apply(vm, reconcileVm(vm, null))!;
+    const gone = applyVmEvents(vm, reconcileVm(vm, null))!;
     expect(isVanished(gone)).toBe(true);
     expect(gone.desired_state).toBe('deleted');
   });
 
   it('forgets the failed operation once a new one begins', () => {
     const vm = failedDelete();
-    const deleting = apply(vm, decideVm(vm, { type: 'delete', job_id: 'job-del-2' }))!;
+    const deleting = applyVmEvents(vm, decideVm(vm, { type: 'delete', job_id: 'job-del-2' }))!;
     expect(deleting.last_failed_operation).toBeUndefined();
   });
 
@@ -213,7 +190,7 @@ describe('reconcileVm', () => {
       version: 1,
       data: { project_id: 'p1', power_state: 'stopped', addresses: [], previous_status: 'running', cause: 'reconcile' },
     };
-    expect(evolveVm(vm, event, AT)).toBe(vm);
+    expect(evolveVm(vm, event, FIXTURE_AT)).toBe(vm);
   });
 
   const address = fc.record({
@@ -234,7 +211,7 @@ describe('reconcileVm', () => {
       fc.property(settled, observed, (vm, seenVm) => {
         const events = reconcileVm(vm, seenVm);
         expect(events.length).toBeLessThanOrEqual(1);
-        const after = apply(vm, events)!;
+        const after = applyVmEvents(vm, events)!;
         expect(reconcileVm(after, seenVm)).toEqual([]);
         if (seenVm) expect(after.status).toBe(seenVm.power_state);
         else expect(after.status).toBe('error');
@@ -247,7 +224,7 @@ describe('reconcileVm', () => {
     fc.assert(
       fc.property(settled, observed, (vm, seenVm) => {
         const events = reconcileVm(vm, seenVm);
-        const after = apply(vm, events)!;
+        const after = applyVmEvents(vm, events)!;
         if (seenVm && events.length > 0) expect(after.desired_state).toBe(seenVm.power_state);
       }),
     );
@@ -271,7 +248,7 @@ describe('adoptVm', () => {
         },
       },
     ]);
-    const after = apply(vm, events)!;
+    const after = applyVmEvents(vm, events)!;
     expect(after).toMatchObject({ status: 'running', desired_state: 'running', last_error: null });
     expect(after.last_failed_operation).toBeUndefined();
   });
@@ -279,7 +256,10 @@ describe('adoptVm', () => {
   it('refuses with CONFLICT a VM that is not a failed create', () => {
     expectCode(() => adoptVm(provisioned(), seen('running')), 'CONFLICT');
     expectCode(() => adoptVm(failedDelete(), seen('running')), 'CONFLICT');
-    expectCode(() => adoptVm(apply(provisioned(), reconcileVm(provisioned(), null)), seen('running')), 'CONFLICT');
+    expectCode(
+      () => adoptVm(applyVmEvents(provisioned(), reconcileVm(provisioned(), null)), seen('running')),
+      'CONFLICT',
+    );
   });
 
   it('refuses with CONFLICT when the provider has nothing to adopt', () => {
@@ -292,8 +272,8 @@ describe('adoptVm', () => {
 });
 
 describe('drift in metering and the audit trail', () => {
-  const metered = { project_id: 'p1', zone: 'local', flavor_id: 'small', resources: createData().resources };
-  const kinds = (event: VmEvent) => meteringRecordsOf(event, 'e1', 'vm-1', metered, AT).map((r) => r.kind);
+  const metered = { project_id: 'p1', zone: 'local', flavor_id: 'small', resources: vmCreateData().resources };
+  const kinds = (event: VmEvent) => meteringRecordsOf(event, 'e1', 'vm-1', metered, FIXTURE_AT).map((r) => r.kind);
 
   it('meters a VM powered off behind HCP back as powered off, and one powered on as on', () => {
     expect(kinds(reconcileVm(provisioned('running'), seen('stopped'))[0])).toEqual(['vm.powered_off']);
@@ -320,7 +300,7 @@ describe('drift in metering and the audit trail', () => {
         event,
         event_id: '00000000-0000-4000-8000-000000000001',
         stream_id: 'vm-vm-1',
-        occurred_at: AT,
+        occurred_at: FIXTURE_AT,
         actor: 'system:reconciler',
         trace_id: null,
       },

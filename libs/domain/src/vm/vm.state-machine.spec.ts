@@ -1,32 +1,12 @@
 import { HcpError } from '../errors';
+import { applyVmEvents, FIXTURE_AT, vmCreateData } from './vm-state.fixture';
 import { VmCreateRequestedData, VmEvent } from './vm.events';
 import { decideVm, evolveVm, foldVm, recordVmOutcome, VmCommand, VmState, VmStatus } from './vm.state-machine';
 
-const AT = '2026-01-01T00:00:00.000Z';
-
-const createData = (over: Partial<VmCreateRequestedData> = {}): VmCreateRequestedData => ({
-  vm_id: 'vm-1',
-  project_id: 'p1',
-  job_id: 'job-create',
-  name: 'web-1',
-  zone: 'local',
-  image_id: 'img',
-  flavor_id: 'small',
-  resources: { vcpus: 1, ram_mb: 512, disk_gb: 10 },
-  placement: { provider_id: 'prov', cluster_id: 'cl', image_ref: 'tmpl' },
-  tags: { env: 'dev' },
-  metadata: {},
-  ssh_keys: [],
-  power_on: true,
-  ...over,
-});
-
-function apply(state: VmState | null, events: VmEvent[]): VmState | null {
-  return events.reduce<VmState | null>((s, e) => evolveVm(s, e, AT), state);
-}
+const createData = (over: Partial<VmCreateRequestedData> = {}) => vmCreateData({ tags: { env: 'dev' }, ...over });
 
 function vmIn(status: VmStatus): VmState {
-  const base = apply(null, decideVm(null, { type: 'create', data: createData() }))!;
+  const base = applyVmEvents(null, decideVm(null, { type: 'create', data: createData() }))!;
   return { ...base, status, pending_job_id: null };
 }
 
@@ -64,11 +44,11 @@ const commandOf = (op: keyof typeof ALLOWED): VmCommand =>
 
 describe('VM state machine', () => {
   it('creates a provisioning VM whose desired state follows power_on', () => {
-    const on = apply(null, decideVm(null, { type: 'create', data: createData() }))!;
+    const on = applyVmEvents(null, decideVm(null, { type: 'create', data: createData() }))!;
     expect(on.status).toBe('provisioning');
     expect(on.desired_state).toBe('running');
     expect(on.pending_job_id).toBe('job-create');
-    const off = apply(null, decideVm(null, { type: 'create', data: createData({ power_on: false }) }))!;
+    const off = applyVmEvents(null, decideVm(null, { type: 'create', data: createData({ power_on: false }) }))!;
     expect(off.desired_state).toBe('stopped');
   });
 
@@ -85,7 +65,7 @@ describe('VM state machine', () => {
         it(`accepts ${op} while ${status}`, () => {
           const events = decideVm(vmIn(status), commandOf(op));
           expect(events).toHaveLength(1);
-          expect(apply(vmIn(status), events)!.pending_job_id).toBe('j2');
+          expect(applyVmEvents(vmIn(status), events)!.pending_job_id).toBe('j2');
         });
       } else {
         it(`rejects ${op} while ${status} with CONFLICT`, () =>
@@ -99,7 +79,7 @@ describe('VM state machine', () => {
   });
 
   it('rejects delete twice', () => {
-    const deleting = apply(vmIn('running'), decideVm(vmIn('running'), { type: 'delete', job_id: 'd1' }))!;
+    const deleting = applyVmEvents(vmIn('running'), decideVm(vmIn('running'), { type: 'delete', job_id: 'd1' }))!;
     expect(deleting.status).toBe('deleting');
     expectCode(() => decideVm(deleting, { type: 'delete', job_id: 'd2' }), 'CONFLICT');
   });
@@ -109,8 +89,8 @@ describe('VM state machine', () => {
   });
 
   it('walks the whole lifecycle through outcomes', () => {
-    let vm = apply(null, decideVm(null, { type: 'create', data: createData() }));
-    vm = apply(
+    let vm = applyVmEvents(null, decideVm(null, { type: 'create', data: createData() }));
+    vm = applyVmEvents(
       vm,
       recordVmOutcome(vm, {
         type: 'succeeded',
@@ -122,26 +102,26 @@ describe('VM state machine', () => {
     );
     expect(vm).toMatchObject({ status: 'running', pending_job_id: null, last_job_id: 'job-create' });
     expect(vm!.addresses).toHaveLength(1);
-    vm = apply(vm, decideVm(vm, { type: 'stop', job_id: 's', force: false }));
+    vm = applyVmEvents(vm, decideVm(vm, { type: 'stop', job_id: 's', force: false }));
     expect(vm).toMatchObject({ status: 'stopping', desired_state: 'stopped' });
-    vm = apply(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 's', operation: 'stop', addresses: [] }));
+    vm = applyVmEvents(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 's', operation: 'stop', addresses: [] }));
     expect(vm).toMatchObject({ status: 'stopped', addresses: [] });
-    vm = apply(vm, decideVm(vm, { type: 'start', job_id: 'st' }));
-    vm = apply(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'st', operation: 'start', addresses: [] }));
+    vm = applyVmEvents(vm, decideVm(vm, { type: 'start', job_id: 'st' }));
+    vm = applyVmEvents(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'st', operation: 'start', addresses: [] }));
     expect(vm!.status).toBe('running');
-    vm = apply(vm, decideVm(vm, { type: 'reboot', job_id: 'r', force: true }));
+    vm = applyVmEvents(vm, decideVm(vm, { type: 'reboot', job_id: 'r', force: true }));
     expect(vm!.status).toBe('rebooting');
-    vm = apply(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'r', operation: 'reboot', addresses: [] }));
-    vm = apply(vm, decideVm(vm, { type: 'delete', job_id: 'd' }));
-    vm = apply(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'd', operation: 'delete', addresses: [] }));
+    vm = applyVmEvents(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'r', operation: 'reboot', addresses: [] }));
+    vm = applyVmEvents(vm, decideVm(vm, { type: 'delete', job_id: 'd' }));
+    vm = applyVmEvents(vm, recordVmOutcome(vm, { type: 'succeeded', job_id: 'd', operation: 'delete', addresses: [] }));
     expect(vm).toMatchObject({ status: 'deleted', desired_state: 'deleted', last_job_id: 'd' });
   });
 
   it('ignores an outcome of a job that is not the pending one', () => {
-    const vm = apply(vm0(), decideVm(vm0(), { type: 'stop', job_id: 'current', force: false }))!;
+    const vm = applyVmEvents(vm0(), decideVm(vm0(), { type: 'stop', job_id: 'current', force: false }))!;
     expect(recordVmOutcome(vm, { type: 'succeeded', job_id: 'stale', operation: 'stop', addresses: [] })).toEqual([]);
     // and evolve does not let a stale event override the newer request either
-    const after = evolveVm(vm, { type: 'VmStopped', version: 1, data: { job_id: 'stale' } }, AT)!;
+    const after = evolveVm(vm, { type: 'VmStopped', version: 1, data: { job_id: 'stale' } }, FIXTURE_AT)!;
     expect(after.status).toBe('stopping');
   });
 
@@ -153,9 +133,9 @@ describe('VM state machine', () => {
       ['running', { type: 'delete', job_id: 'f' }, 'error'],
     ];
     for (const [from, cmd, expected] of cases) {
-      const requested = apply(vmIn(from), decideVm(vmIn(from), cmd))!;
+      const requested = applyVmEvents(vmIn(from), decideVm(vmIn(from), cmd))!;
       const op = cmd.type as 'start' | 'stop' | 'reboot' | 'delete';
-      const failed = apply(
+      const failed = applyVmEvents(
         requested,
         recordVmOutcome(requested, {
           type: 'failed',
@@ -167,8 +147,8 @@ describe('VM state machine', () => {
       expect(failed.status).toBe(expected);
       expect(failed.last_error?.code).toBe('PROVIDER_UNAVAILABLE');
     }
-    const creating = apply(null, decideVm(null, { type: 'create', data: createData() }))!;
-    const broken = apply(
+    const creating = applyVmEvents(null, decideVm(null, { type: 'create', data: createData() }))!;
+    const broken = applyVmEvents(
       creating,
       recordVmOutcome(creating, {
         type: 'failed',
@@ -182,7 +162,7 @@ describe('VM state machine', () => {
 
   it('updates labels, keeping what is not given, but not while deleting', () => {
     const vm = vmIn('running');
-    const updated = apply(vm, decideVm(vm, { type: 'update_labels', metadata: { owner: 'bob' } }))!;
+    const updated = applyVmEvents(vm, decideVm(vm, { type: 'update_labels', metadata: { owner: 'bob' } }))!;
     expect(updated.tags).toEqual({ env: 'dev' });
     expect(updated.metadata).toEqual({ owner: 'bob' });
     expectCode(() => decideVm(vmIn('deleting'), { type: 'update_labels', tags: {} }), 'CONFLICT');
@@ -191,8 +171,8 @@ describe('VM state machine', () => {
 
   it('folds a stream and ignores events before the creation', () => {
     const events = [
-      { event: { type: 'VmStarted', version: 1, data: { job_id: 'x', addresses: [] } } as VmEvent, at: AT },
-      { event: decideVm(null, { type: 'create', data: createData() })[0], at: AT },
+      { event: { type: 'VmStarted', version: 1, data: { job_id: 'x', addresses: [] } } as VmEvent, at: FIXTURE_AT },
+      { event: decideVm(null, { type: 'create', data: createData() })[0], at: FIXTURE_AT },
     ];
     expect(foldVm(events)!.status).toBe('provisioning');
     expect(foldVm(events.slice(0, 1))).toBeNull();
