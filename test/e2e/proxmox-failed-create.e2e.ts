@@ -1,7 +1,7 @@
 import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
-import { HcpProcess } from '../support/hcp-process';
-import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
+import { ProxmoxStack, startProxmoxStack, stopProxmoxStack } from '../support/proxmox-stack';
+import { queryDatabase, TestDatabase } from '../support/test-database';
 
 /**
  * What a create leaves at Proxmox when it goes wrong, through HCP's jobs: a create that fails for good
@@ -9,75 +9,34 @@ import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test
  * answer was lost takes over that clone on its next attempt through the VMID the job recorded.
  */
 describe('Proxmox creates that go wrong, end to end', () => {
+  let stack: ProxmoxStack;
   let sim: ProxmoxSimulator;
   let db: TestDatabase;
-  let hcp: HcpProcess;
   let tenant: ApiClient;
-  const ids = { image: '', flavor: '' };
+  let ids: ProxmoxStack['ids'];
 
   beforeAll(async () => {
-    // Full clones take 1.2 s: long enough for an attempt of 1 s to end inside the clone's lock window.
-    sim = new ProxmoxSimulator({ latency: { scale: 0.02, cloneFullMs: 60_000 } });
-    const { url, caPem } = await sim.start();
-    db = await createTestDatabase();
-    hcp = await HcpProcess.start({
-      databaseUrl: db.url,
+    stack = await startProxmoxStack({
+      // Full clones take 1.2 s: long enough for an attempt of 1 s to end inside the clone's lock window.
+      latency: { scale: 0.02, cloneFullMs: 60_000 },
       env: {
         HCP_JOB_MAX_ATTEMPTS: '5',
         HCP_JOB_RETRY_BACKOFF_MS: '50',
         HCP_JOB_ATTEMPT_TIMEOUT_MS: '1000',
         HCP_JOB_LEASE_MS: '6000',
       },
-    });
-    const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin', 'cloud-operator']));
-    const token = sim.createToken();
-    const provider = await infra.post('/v1/ops/providers', {
       name: 'pve-lab',
-      type: 'proxmox',
-      endpoint: url,
-      credentials: { token_id: token.tokenId, token_secret: token.secret },
-      tls: { ca_pem: caPem },
-      settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, storage: 'local-lvm' },
+      providerSettings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, storage: 'local-lvm' },
+      placementHints: { nodes: ['pve1'] },
+      imageMinDiskGb: 2,
+      flavor: { vcpus: 1, ram_mb: 1024, disk_gb: 2 },
     });
-    expect(provider.status).toBe(201);
-    const cluster = await infra.post('/v1/ops/clusters', {
-      name: 'pve-lab',
-      provider_id: provider.body.id,
-      placement_hints: { nodes: ['pve1'] },
-    });
-    expect(cluster.status).toBe(201);
-    expect(
-      (await infra.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [cluster.body.id], policy: 'spread' }))
-        .status,
-    ).toBe(201);
-    const image = await infra.post('/v1/ops/images', {
-      name: 'debian-12-pve',
-      os: 'linux',
-      min_disk_gb: 2,
-      min_ram_mb: 512,
-      visibility: 'public',
-      provider_refs: { [cluster.body.id]: 'debian-12' },
-    });
-    ids.image = image.body.id;
-    ids.flavor = (
-      await infra.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 2 })
-    ).body.id;
-    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
-    await eventually(
-      async () =>
-        (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
-      'zone pve',
-    );
+    ({ sim, db, tenant, ids } = stack);
   });
 
   afterEach(() => sim?.clearFaults());
 
-  afterAll(async () => {
-    await hcp?.stop();
-    hcp?.removeDataDir();
-    await db?.drop();
-    await sim?.stop();
-  });
+  afterAll(() => stopProxmoxStack(stack));
 
   const history = async (streamId: string) =>
     (

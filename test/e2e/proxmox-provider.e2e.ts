@@ -1,8 +1,7 @@
 import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { connectConsole, refusedUpgrade } from '../support/console-client';
-import { HcpProcess } from '../support/hcp-process';
-import { createTestDatabase, TestDatabase } from '../support/test-database';
+import { ProxmoxStack, startProxmoxStack, stopProxmoxStack } from '../support/proxmox-stack';
 
 const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmWCKkTr8PiDVkvtdFVY alice@laptop';
 
@@ -11,69 +10,27 @@ const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmW
  * through its whole lifecycle, and the simulator's own state shows the VMs, tags and configuration.
  */
 describe('Proxmox provider end to end', () => {
+  let stack: ProxmoxStack;
   let sim: ProxmoxSimulator;
-  let db: TestDatabase;
-  let hcp: HcpProcess;
   let tenant: ApiClient;
-  const ids = { cluster: '', image: '', flavor: '' };
+  let ids: ProxmoxStack['ids'];
 
   beforeAll(async () => {
-    sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
-    const { url, caPem } = await sim.start();
-    db = await createTestDatabase();
-    // debug: the console test below checks that no log line, however chatty, carries a provider ticket.
-    hcp = await HcpProcess.start({
-      databaseUrl: db.url,
+    stack = await startProxmoxStack({
+      latency: { scale: 0.02 },
+      // debug: the console test below checks that no log line, however chatty, carries a provider ticket.
       env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', LOG_LEVEL: 'debug' },
-    });
-    const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin', 'cloud-operator']));
-    const token = sim.createToken();
-    const provider = await infra.post('/v1/ops/providers', {
       name: 'pve-lab',
-      type: 'proxmox',
-      endpoint: url,
-      credentials: { token_id: token.tokenId, token_secret: token.secret },
-      tls: { ca_pem: caPem },
-      settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true },
+      providerSettings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true },
+      placementHints: { nodes: ['pve1', 'pve2'], storage: 'ceph-vm', pool: 'hcp' },
+      imageMinDiskGb: 4,
+      flavor: { vcpus: 2, ram_mb: 2048, disk_gb: 20 },
     });
-    expect(provider.status).toBe(201);
-    expect(provider.body.health.status).toBe('healthy');
-    const cluster = await infra.post('/v1/ops/clusters', {
-      name: 'pve-lab',
-      provider_id: provider.body.id,
-      placement_hints: { nodes: ['pve1', 'pve2'], storage: 'ceph-vm', pool: 'hcp' },
-    });
-    expect(cluster.status).toBe(201);
-    ids.cluster = cluster.body.id;
-    expect(
-      (await infra.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' }))
-        .status,
-    ).toBe(201);
-    const image = await infra.post('/v1/ops/images', {
-      name: 'debian-12-pve',
-      os: 'linux',
-      min_disk_gb: 4,
-      min_ram_mb: 512,
-      visibility: 'public',
-      provider_refs: { [ids.cluster]: 'debian-12' },
-    });
-    ids.image = image.body.id;
-    const flavor = await infra.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 2, ram_mb: 2048, disk_gb: 20 });
-    ids.flavor = flavor.body.id;
-    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
-    await eventually(
-      async () =>
-        (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
-      'zone pve',
-    );
+    ({ sim, tenant, ids } = stack);
+    expect(stack.registeredProvider.body.health.status).toBe('healthy');
   });
 
-  afterAll(async () => {
-    await hcp?.stop();
-    hcp?.removeDataDir();
-    await db?.drop();
-    await sim?.stop();
-  });
+  afterAll(() => stopProxmoxStack(stack));
 
   const settle = (vmId: string, status: string) =>
     eventually(async () => {
@@ -246,7 +203,7 @@ describe('Proxmox provider end to end', () => {
 
     const tickets = sim.vncTickets();
     expect(tickets.length).toBeGreaterThanOrEqual(1);
-    const everything = JSON.stringify(answers) + hcp.logs;
+    const everything = JSON.stringify(answers) + stack.hcp.logs;
     for (const ticket of tickets) {
       expect(everything).not.toContain(ticket);
       // VNC authentication uses the ticket's first 8 characters; the part after them is its secret.

@@ -4,6 +4,7 @@ import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
+import { ProxmoxStack, startProxmoxStack, stopProxmoxStack } from '../support/proxmox-stack';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
 
 /**
@@ -14,80 +15,31 @@ import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test
  * off here (HCP_RECONCILE_INTERVAL_MS=0), so each observation is the one the test asked for.
  */
 describe('reconcile end to end', () => {
+  let stack: ProxmoxStack;
   let sim: ProxmoxSimulator;
   let pve: { url: string; caPem: string; header: string };
   let db: TestDatabase;
-  let hcp: HcpProcess;
   let operator: ApiClient;
   let auditor: ApiClient;
   let tenant: ApiClient;
-  const ids = { image: '', flavor: '' };
+  let ids: ProxmoxStack['ids'];
 
   beforeAll(async () => {
-    // The guest agent answers 1 s after a (re)boot: a reboot's own answer comes before it.
-    sim = new ProxmoxSimulator({ latency: { scale: 0.05, agentBootMs: 20_000 } });
-    const { url, caPem } = await sim.start();
-    pve = { url, caPem, header: sim.createToken('ops@pam', 'hands').header };
-    db = await createTestDatabase();
-    hcp = await HcpProcess.start({
-      databaseUrl: db.url,
+    stack = await startProxmoxStack({
+      // The guest agent answers 1 s after a (re)boot: a reboot's own answer comes before it.
+      latency: { scale: 0.05, agentBootMs: 20_000 },
       env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', HCP_RECONCILE_INTERVAL_MS: '0' },
-    });
-    const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
-    operator = new ApiClient(hcp.baseUrl, hcp.token('olga', {}, ['cloud-operator']));
-    auditor = new ApiClient(hcp.baseUrl, hcp.token('sam', {}, ['security-auditor']));
-    tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
-    const token = sim.createToken();
-    const provider = await infra.post('/v1/ops/providers', {
       name: 'pve-reconcile',
-      type: 'proxmox',
-      endpoint: url,
-      credentials: { token_id: token.tokenId, token_secret: token.secret },
-      tls: { ca_pem: caPem },
-      settings: { bridge: 'vmbr0', address_wait_s: 0, shutdown_timeout_s: 2 },
+      providerSettings: { bridge: 'vmbr0', address_wait_s: 0, shutdown_timeout_s: 2 },
+      placementHints: { nodes: ['pve1'] },
+      imageMinDiskGb: 2,
+      flavor: { vcpus: 1, ram_mb: 1024, disk_gb: 2 },
     });
-    expect(provider.status).toBe(201);
-    const cluster = await infra.post('/v1/ops/clusters', {
-      name: 'pve-reconcile',
-      provider_id: provider.body.id,
-      placement_hints: { nodes: ['pve1'] },
-    });
-    expect(cluster.status).toBe(201);
-    expect(
-      (
-        await operator.post('/v1/ops/zones', {
-          id: 'pve',
-          name: 'PVE',
-          cluster_ids: [cluster.body.id],
-          policy: 'spread',
-        })
-      ).status,
-    ).toBe(201);
-    const image = await operator.post('/v1/ops/images', {
-      name: 'debian-12-pve',
-      os: 'linux',
-      min_disk_gb: 2,
-      min_ram_mb: 512,
-      visibility: 'public',
-      provider_refs: { [cluster.body.id]: 'debian-12' },
-    });
-    ids.image = image.body.id;
-    ids.flavor = (
-      await operator.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 2 })
-    ).body.id;
-    await eventually(
-      async () =>
-        (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
-      'zone pve',
-    );
+    ({ sim, db, operator, auditor, tenant, ids } = stack);
+    pve = { url: stack.pve.url, caPem: stack.pve.caPem, header: sim.createToken('ops@pam', 'hands').header };
   });
 
-  afterAll(async () => {
-    await hcp?.stop();
-    hcp?.removeDataDir();
-    await db?.drop();
-    await sim?.stop();
-  });
+  afterAll(() => stopProxmoxStack(stack));
 
   /** A request straight to the Proxmox API, as someone in the Proxmox UI or with `qm` would make it. */
   function proxmox(method: string, path: string): Promise<{ status: number; body: { data?: unknown } }> {
