@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ProxmoxDriver } from '@hcp/providers';
 import { ProxmoxSimulator } from '../simulators/proxmox/proxmox-simulator';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
-import { HcpProcess } from '../support/hcp-process';
-import { createTestDatabase, TestDatabase } from '../support/test-database';
+import { makeVmAtProxmox } from '../support/proxmox-behind-hcp';
+import { ProxmoxStack, startProxmoxStack, stopProxmoxStack } from '../support/proxmox-stack';
 
 /**
  * Orphans end to end, against "Proxmox VE": the reconcile loop lists the cluster every half second, the
@@ -11,108 +11,36 @@ import { createTestDatabase, TestDatabase } from '../support/test-database';
  * The VMs that become orphans are made at Proxmox with an HCP id by a driver of the test's own, as a
  * create whose answer was lost, a cleanup that failed or a restored backup would leave them.
  */
-interface Stack {
-  sim: ProxmoxSimulator;
-  db: TestDatabase;
-  hcp: HcpProcess;
+interface Stack extends ProxmoxStack {
   /** A driver of the test's own on the same Proxmox, to act behind HCP's back. */
-  pve: ProxmoxDriver;
-  infra: ApiClient;
-  operator: ApiClient;
-  auditor: ApiClient;
-  tenant: ApiClient;
-  ids: { provider: string; cluster: string; image: string; flavor: string };
+  driver: ProxmoxDriver;
 }
 
 /** Proxmox (the simulator) registered in an HCP whose reconcile loop lists the cluster every half second. */
 async function startStack(env: Record<string, string> = {}): Promise<Stack> {
-  const sim = new ProxmoxSimulator({ latency: { scale: 0.02 } });
-  const { url, caPem, fingerprint256 } = await sim.start();
-  const db = await createTestDatabase();
-  const hcp = await HcpProcess.start({
-    databaseUrl: db.url,
+  const stack = await startProxmoxStack({
+    latency: { scale: 0.02 },
     env: { HCP_JOB_MAX_ATTEMPTS: '2', HCP_JOB_RETRY_BACKOFF_MS: '50', HCP_RECONCILE_INTERVAL_MS: '500', ...env },
-  });
-  const infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
-  const operator = new ApiClient(hcp.baseUrl, hcp.token('olga', {}, ['cloud-operator']));
-  const auditor = new ApiClient(hcp.baseUrl, hcp.token('sam', {}, ['security-auditor']));
-  const tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
-  const ids = { provider: '', cluster: '', image: '', flavor: '' };
-  const token = sim.createToken();
-  const provider = await infra.post('/v1/ops/providers', {
     name: 'pve-orphans',
-    type: 'proxmox',
-    endpoint: url,
-    credentials: { token_id: token.tokenId, token_secret: token.secret },
-    tls: { ca_pem: caPem },
-    settings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, shutdown_timeout_s: 2 },
+    providerSettings: { bridge: 'vmbr0', address_wait_s: 0, full_clone: true, shutdown_timeout_s: 2 },
+    placementHints: { nodes: ['pve1'], storage: 'local-lvm' },
+    imageMinDiskGb: 4,
+    flavor: { vcpus: 1, ram_mb: 1024, disk_gb: 8 },
   });
-  expect(provider.status).toBe(201);
-  ids.provider = provider.body.id;
-  const cluster = await infra.post('/v1/ops/clusters', {
-    name: 'pve-orphans',
-    provider_id: ids.provider,
-    placement_hints: { nodes: ['pve1'], storage: 'local-lvm' },
-  });
-  expect(cluster.status).toBe(201);
-  ids.cluster = cluster.body.id;
-  expect(
-    (await operator.post('/v1/ops/zones', { id: 'pve', name: 'PVE', cluster_ids: [ids.cluster], policy: 'spread' }))
-      .status,
-  ).toBe(201);
-  const image = await operator.post('/v1/ops/images', {
-    name: 'debian-12-pve',
-    os: 'linux',
-    min_disk_gb: 4,
-    min_ram_mb: 512,
-    visibility: 'public',
-    provider_refs: { [ids.cluster]: 'debian-12' },
-  });
-  ids.image = image.body.id;
-  ids.flavor = (
-    await operator.post('/v1/ops/flavors', { name: 'pve-small', vcpus: 1, ram_mb: 1024, disk_gb: 8 })
-  ).body.id;
-  const pve = new ProxmoxDriver({
-    endpoint: url,
-    credentials: { token_id: token.tokenId, token_secret: token.secret },
-    tls: { fingerprint_sha256: fingerprint256 },
+  const driver = new ProxmoxDriver({
+    endpoint: stack.pve.url,
+    credentials: { token_id: stack.token.tokenId, token_secret: stack.token.secret },
+    tls: { fingerprint_sha256: stack.pve.fingerprint256 },
     settings: { storage: 'local-lvm', bridge: 'vmbr0', full_clone: true, address_wait_s: 0 },
-    provider_id: ids.provider,
-    cluster_id: ids.cluster,
+    provider_id: stack.ids.provider,
+    cluster_id: stack.ids.cluster,
   });
-  await eventually(
-    async () =>
-      (await tenant.get('/v1/zones')).body.items.some((z: { id: string }) => z.id === 'pve') ? true : undefined,
-    'zone pve',
-  );
-  return { sim, db, hcp, pve, infra, operator, auditor, tenant, ids };
+  return { ...stack, driver };
 }
 
 async function stopStack(stack: Stack | undefined): Promise<void> {
-  await stack?.pve.close();
-  await stack?.hcp.stop();
-  stack?.hcp.removeDataDir();
-  await stack?.db.drop();
-  await stack?.sim.stop();
-}
-
-/** A VM at Proxmox carrying `hcpId`, made behind HCP's back. */
-async function makeAtProxmox(stack: Stack, hcpId: string, powerOn: boolean): Promise<void> {
-  await stack.pve.createVm(
-    {
-      hcp_id: hcpId,
-      project_id: 'acme',
-      name: `left-${hcpId.slice(0, 8)}`,
-      image_ref: 'debian-12',
-      vcpus: 1,
-      ram_mb: 512,
-      disk_gb: 8,
-      ssh_keys: [],
-      tags: {},
-      power_on: powerOn,
-    },
-    { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal },
-  );
+  await stack?.driver.close();
+  await stopProxmoxStack(stack);
 }
 
 /** The orphan of `hcpId` once the orphan list shows it in `status`. */
@@ -156,7 +84,7 @@ describe('orphans end to end', () => {
     expect((await jobFinished(tenant, 'acme', vm.job_id)).status).toBe('succeeded');
     const deleted = await tenant.delete(`/v1/projects/acme/vms/${vm.resource_id}`);
     expect((await jobFinished(tenant, 'acme', deleted.body.job_id)).status).toBe('succeeded');
-    await makeAtProxmox(stack, vm.resource_id, false);
+    await makeVmAtProxmox(stack.driver, vm.resource_id, false);
 
     const orphan = await listedOrphan(stack, vm.resource_id);
     expect(orphan).toMatchObject({
@@ -238,7 +166,7 @@ describe('orphans end to end', () => {
     }
     expect((await tenant.get(`/v1/projects/acme/vms/${vm.resource_id}`)).body.status).toBe('error');
     // What a half-done create whose cleanup failed leaves at Proxmox.
-    await makeAtProxmox(stack, vm.resource_id, false);
+    await makeVmAtProxmox(stack.driver, vm.resource_id, false);
     const orphan = await listedOrphan(stack, vm.resource_id);
     expect(orphan).toMatchObject({ hcp_record: 'failed_create', project_id: 'acme', actions: ['adopt', 'destroy'] });
 
@@ -265,7 +193,7 @@ describe('orphans end to end', () => {
 
   it('refuses to adopt an orphan HCP has no VM record for, with 409 saying to destroy it instead', async () => {
     const hcpId = randomUUID();
-    await makeAtProxmox(stack, hcpId, false);
+    await makeVmAtProxmox(stack.driver, hcpId, false);
     const orphan = await listedOrphan(stack, hcpId);
     expect(orphan).toMatchObject({ hcp_record: 'absent', project_id: null, actions: ['destroy'] });
     const refused = await infra.post(`/v1/ops/orphans/${orphan.id}/adopt`);
@@ -278,14 +206,17 @@ describe('orphans end to end', () => {
 
   it('clears an orphan once Proxmox no longer has it, and counts open orphans per provider in /metrics', async () => {
     const hcpId = randomUUID();
-    await makeAtProxmox(stack, hcpId, false);
+    await makeVmAtProxmox(stack.driver, hcpId, false);
     const orphan = await listedOrphan(stack, hcpId);
     await eventually(async () => {
       const text = String((await infra.get('/metrics')).body);
       const line = text.split('\n').find((l) => l.startsWith(`hcp_orphans{provider="${ids.provider}"}`));
       return line && Number(line.split(' ').pop()) >= 1 ? line : undefined;
     }, 'hcp_orphans gauge');
-    await stack.pve.deleteVm(hcpId, { deadline: new Date(Date.now() + 30_000), signal: new AbortController().signal });
+    await stack.driver.deleteVm(hcpId, {
+      deadline: new Date(Date.now() + 30_000),
+      signal: new AbortController().signal,
+    });
     const cleared = await listedOrphan(stack, hcpId, 'cleared');
     expect(cleared.id).toBe(orphan.id);
   });
@@ -310,7 +241,7 @@ describe('orphans under HCP_ORPHAN_POLICY=destroy', () => {
     });
     expect((await jobFinished(tenant, 'acme', created.body.job_id)).status).toBe('succeeded');
     const hcpId = randomUUID();
-    await makeAtProxmox(stack, hcpId, false);
+    await makeVmAtProxmox(stack.driver, hcpId, false);
 
     const destroyed = await listedOrphan(stack, hcpId, 'destroyed');
     expect(destroyed).toMatchObject({ hcp_record: 'absent', project_id: null, job_id: expect.any(String) });

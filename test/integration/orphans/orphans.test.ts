@@ -34,6 +34,7 @@ import { ClusterScanned } from '../../../src/reconcile';
 import { VmRepository } from '../../../src/vms/vm.repository';
 import { ProxmoxSimulator } from '../../simulators/proxmox/proxmox-simulator';
 import { MigratedDatabase, migratedTestDatabase } from '../../support/migrated-database';
+import { makeVmAtProxmox } from '../../support/proxmox-behind-hcp';
 
 const PROVIDER = 'prv-pve';
 const CLUSTER = 'cls-pve';
@@ -111,25 +112,6 @@ describe('orphans', () => {
   const scanner = (orphanPolicy: 'report' | 'destroy' = 'report') =>
     new OrphanScan(orphans, destroyer, ds, { orphanPolicy });
 
-  /** A VM made at Proxmox under an HCP id, as a create job (or someone copying one) would. */
-  async function provisionAtProxmox(hcpId: string, powerOn = true): Promise<void> {
-    await driver.createVm(
-      {
-        hcp_id: hcpId,
-        project_id: 'acme',
-        name: `vm-${hcpId.slice(0, 8)}`,
-        image_ref: 'debian-12',
-        vcpus: 1,
-        ram_mb: 512,
-        disk_gb: 8,
-        ssh_keys: [],
-        tags: {},
-        power_on: powerOn,
-      },
-      call(),
-    );
-  }
-
   /** HCP's record of a VM, written through its decider: how each test's VM got where it is. */
   async function vmRecord(vmId: string, steps: Array<'provisioned' | 'create_failed' | 'deleted'>): Promise<void> {
     const data: VmCreateRequestedData = {
@@ -205,7 +187,7 @@ describe('orphans', () => {
   it('lists the Proxmox VM of a deleted VM as an orphan, destroys it through its job, and the VM is gone from Proxmox', async () => {
     const vmId = randomUUID();
     await vmRecord(vmId, ['provisioned', 'deleted']);
-    await provisionAtProxmox(vmId); // e.g. a delete that removed the wrong copy, or a VM restored from backup
+    await makeVmAtProxmox(driver, vmId, true); // e.g. a delete that removed the wrong copy, or a VM restored from backup
     const orphanId = orphanIdOf(cluster, vmId);
 
     const outcome = await scanner().apply(await scanOf([vmId]));
@@ -237,7 +219,7 @@ describe('orphans', () => {
 
   it('answers a destroy retried with the same idempotency key with the same job, and opens no second one', async () => {
     const hcpId = randomUUID();
-    await provisionAtProxmox(hcpId, false);
+    await makeVmAtProxmox(driver, hcpId, false);
     const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const ctx = { actor: 'ingrid', traceId: 't', idempotencyKey: `key-${hcpId}` };
@@ -255,7 +237,7 @@ describe('orphans', () => {
   it('refuses to destroy, leaving Proxmox as it is, a resource whose VM is live again by the time the job runs', async () => {
     const vmId = randomUUID();
     await vmRecord(vmId, ['create_failed']);
-    await provisionAtProxmox(vmId);
+    await makeVmAtProxmox(driver, vmId, true);
     const orphanId = orphanIdOf(cluster, vmId);
     await scanner().apply(await scanOf([vmId]));
     const accepted = await destroyer.request(orphanId, { actor: 'ingrid', traceId: 't' }, 'ops');
@@ -275,7 +257,7 @@ describe('orphans', () => {
 
   it('destroys again under the same job when ops retry a destroy job that failed', async () => {
     const hcpId = randomUUID();
-    await provisionAtProxmox(hcpId, false);
+    await makeVmAtProxmox(driver, hcpId, false);
     const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const accepted = await destroyer.request(orphanId, { actor: 'ingrid', traceId: 't' }, 'ops');
@@ -301,7 +283,7 @@ describe('orphans', () => {
   it('gives a failed create its Proxmox VM back on adopt: the VM leaves error in the power state Proxmox reports', async () => {
     const vmId = randomUUID();
     await vmRecord(vmId, ['create_failed']);
-    await provisionAtProxmox(vmId, false);
+    await makeVmAtProxmox(driver, vmId, false);
     const orphanId = orphanIdOf(cluster, vmId);
     await scanner().apply(await scanOf([vmId]));
     await refreshReadModel(orphanId);
@@ -318,7 +300,7 @@ describe('orphans', () => {
 
   it('refuses to adopt an orphan HCP has no VM record for, with CONFLICT saying to destroy it instead', async () => {
     const hcpId = randomUUID();
-    await provisionAtProxmox(hcpId, false);
+    await makeVmAtProxmox(driver, hcpId, false);
     const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const refused = await adopter.adopt(orphanId, OPS).catch((err: unknown) => err);
@@ -330,7 +312,7 @@ describe('orphans', () => {
 
   it('clears an orphan the provider no longer lists, and finds it again when it is listed again', async () => {
     const hcpId = randomUUID();
-    await provisionAtProxmox(hcpId, false);
+    await makeVmAtProxmox(driver, hcpId, false);
     const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     await refreshReadModel(orphanId);
@@ -343,8 +325,8 @@ describe('orphans', () => {
   it('pages the orphan list with limit and cursor, newest found first, and filters it by provider and status', async () => {
     const first = randomUUID();
     const second = randomUUID();
-    await provisionAtProxmox(first, false);
-    await provisionAtProxmox(second, false);
+    await makeVmAtProxmox(driver, first, false);
+    await makeVmAtProxmox(driver, second, false);
     await scanner().apply(await scanOf([first]));
     await scanner().apply(await scanOf([first, second]));
     await refreshReadModel(orphanIdOf(cluster, first), orphanIdOf(cluster, second));
@@ -360,7 +342,7 @@ describe('orphans', () => {
 
   it('records nothing when a later listing sees an open orphan unchanged', async () => {
     const hcpId = randomUUID();
-    await provisionAtProxmox(hcpId, false);
+    await makeVmAtProxmox(driver, hcpId, false);
     const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     await refreshReadModel(orphanId);
@@ -372,9 +354,9 @@ describe('orphans', () => {
   it('under the destroy policy opens a destroy job for each orphan found, as the orphan scanner, and none for a live VM', async () => {
     const orphanHcpId = randomUUID();
     const liveVmId = randomUUID();
-    await provisionAtProxmox(orphanHcpId, false);
+    await makeVmAtProxmox(driver, orphanHcpId, false);
     await vmRecord(liveVmId, ['provisioned']);
-    await provisionAtProxmox(liveVmId);
+    await makeVmAtProxmox(driver, liveVmId, true);
     const outcome = await scanner('destroy').apply(await scanOf([orphanHcpId, liveVmId]));
     expect(outcome.found).toEqual([orphanIdOf(cluster, orphanHcpId)]);
     expect(outcome.destroy_jobs).toHaveLength(1);
@@ -392,7 +374,7 @@ describe('orphans', () => {
 
   it('opens the job of a destroy request whose command died before admitting it (the job dispatcher)', async () => {
     const hcpId = randomUUID();
-    await provisionAtProxmox(hcpId, false);
+    await makeVmAtProxmox(driver, hcpId, false);
     const orphanId = orphanIdOf(cluster, hcpId);
     await scanner().apply(await scanOf([hcpId]));
     const jobId = randomUUID();
