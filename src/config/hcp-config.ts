@@ -57,7 +57,7 @@ export interface HcpConfig {
   reconcileIntervalMs: number;
   /**
    * What HCP does with a provider resource that carries an HCP id but has no live VM: `report` lists it
-   * for ops (`GET /v1/ops/orphans`), `destroy` also opens a destroy job for it as soon as it is found.
+   * for ops (`GET /v1/ops/orphans`), `destroy` also opens a destroy job for it when the next pass sees it again, settled.
    */
   orphanPolicy: 'report' | 'destroy';
   console: {
@@ -234,7 +234,7 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     name: 'HCP_ORPHAN_POLICY',
     default: 'report',
     description:
-      'report: list provider resources carrying an HCP id without a live VM for ops to adopt or destroy; destroy: also destroy each one as it is found (audited as hcp-orphans)',
+      'report: list provider resources carrying an HCP id without a live VM for ops to adopt or destroy; destroy: also destroy each one when the next pass sees it again, settled (audited as hcp-orphans)',
   },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
   {

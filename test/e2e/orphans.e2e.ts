@@ -231,7 +231,7 @@ describe('orphans under HCP_ORPHAN_POLICY=destroy', () => {
 
   afterAll(() => stopStack(stack));
 
-  it('destroys each orphan as it is found, audited as hcp-orphans, and leaves the VMs HCP has alone', async () => {
+  it('destroys each orphan when a later pass sees it again, audited as hcp-orphans, and leaves the VMs HCP has alone', async () => {
     const { sim, tenant, operator, auditor, ids } = stack;
     const created = await tenant.post('/v1/projects/acme/vms', {
       name: 'kept',

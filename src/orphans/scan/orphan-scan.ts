@@ -41,6 +41,8 @@ export class OrphanScan {
     const outcome: ScanOutcome = { found: [], cleared: [], destroy_jobs: [] };
     const unresolved = await this.unresolvedOf(scan.cluster_id);
     const listed = new Set<string>();
+    /** Orphans an earlier scan found already and that the provider shows settled now: the policy's due. */
+    const seenAgain: string[] = [];
     for (const resource of scan.resources) {
       const orphanId = orphanIdOf(scan.cluster_id, resource.description.hcp_id);
       listed.add(orphanId);
@@ -53,6 +55,7 @@ export class OrphanScan {
       if (!command) continue;
       const { events } = await this.orphans.update(orphanId, (s) => decideOrphan(s, command), context);
       if (events.some((e) => e.type === 'OrphanFound')) outcome.found.push(orphanId);
+      else if (record && resource.description.power_state !== 'unknown') seenAgain.push(orphanId);
       if (events.some((e) => e.type === 'OrphanCleared')) outcome.cleared.push(orphanId);
     }
     for (const orphanId of unresolved) {
@@ -64,15 +67,18 @@ export class OrphanScan {
       );
       if (events.length > 0) outcome.cleared.push(orphanId);
     }
+    // The policy waits for a second sighting of a settled resource: a VM someone is still building (a
+    // restore, another tool's create, a clone in its lock window) is listed before it is finished, and
+    // one interval is what its owner gets to record it before HCP calls it an orphan and removes it.
     if (this.config.orphanPolicy === 'destroy')
-      for (const orphanId of outcome.found) {
+      for (const orphanId of seenAgain) {
         const job = await this.destroyByPolicy(orphanId, context.trace_id);
         if (job) outcome.destroy_jobs.push(job);
       }
     return outcome;
   }
 
-  /** Each orphan found is destroyed at once under the destroy policy, audited as the orphan scanner. */
+  /** Under the destroy policy an orphan seen again is destroyed, audited as the orphan scanner. */
   private async destroyByPolicy(orphanId: string, traceId: string): Promise<string | null> {
     try {
       const accepted = await this.destroyer.request(orphanId, { actor: ORPHAN_SCANNER_ACTOR, traceId }, 'policy');
