@@ -96,13 +96,15 @@ describe('projection rebuild', () => {
     expect(list.map((p: { name: string }) => p.name)).toEqual(
       expect.arrayContaining(['vm-read-model', 'job-read-model', 'audit', 'metering', 'job-dispatcher']),
     );
+    const read = ['vm-read-model', 'job-read-model', 'audit', 'metering', 'job-dispatcher'];
     for (const p of list)
-      expect(p).toMatchObject({
-        name: p.name,
-        position: expect.any(String),
-        head: expect.any(String),
-        lag: expect.any(String),
-      });
+      expect(p).toMatchObject(
+        // A projection that has read nothing yet (the orphan read model where no orphan was ever found:
+        // it reads only orphan streams) has no checkpoint, hence no position nor lag to show.
+        p.position === null && !read.includes(p.name)
+          ? { name: p.name, position: null, head: expect.any(String), lag: null }
+          : { name: p.name, position: expect.any(String), head: expect.any(String), lag: expect.any(String) },
+      );
     const manager = await ops.post('/v1/ops/projections/job-dispatcher/rebuild');
     expect([manager.status, manager.body.error.code]).toEqual([409, 'CONFLICT']);
     expect((await ops.post('/v1/ops/projections/no-such-thing/rebuild')).status).toBe(404);
