@@ -2,7 +2,7 @@ import { EntityManager } from 'typeorm';
 import { isVmRequestEvent, jobQueuedFor, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { Projection } from '@hcp/projections';
-import { JobQueue, JobRepository, queuedJobOf } from '../../jobs';
+import { dispatchContextOf, JobQueue, JobRepository, queueMissingJobs } from '../../jobs';
 
 /**
  * Turns every VM request event into a queued job, durably. The command handler normally admitted the
@@ -29,23 +29,9 @@ export class VmJobDispatcherProjection implements Projection {
     const requested = events.flatMap(({ event, streamId, context }) => {
       const vmEvent = event as VmEvent;
       if (!isVmRequestEvent(vmEvent)) return [];
-      const ctx = {
-        actor: context.actor ?? 'unknown',
-        trace_id: context.trace_id ?? 'unknown',
-        occurred_at: context.occurred_at ?? new Date().toISOString(),
-      };
+      const ctx = dispatchContextOf(context);
       return [{ queued: jobQueuedFor(vmEvent, streamId.slice(VM_STREAM_PREFIX.length), ctx), ctx }];
     });
-    // Jobs the command handler admitted in full (event, then row) need nothing more from here.
-    const admitted = await this.queue.existing(
-      tx,
-      requested.map((r) => r.queued.data.job_id),
-    );
-    const missing = requested.filter((r) => !admitted.has(r.queued.data.job_id));
-    for (const { queued, ctx } of missing) await this.jobs.ensureQueued(queued, ctx);
-    await this.queue.enqueue(
-      tx,
-      missing.map((r) => queuedJobOf(r.queued)),
-    );
+    await queueMissingJobs(this.jobs, this.queue, tx, requested);
   }
 }
