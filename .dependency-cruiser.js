@@ -1,6 +1,6 @@
 // The layering of HCP (ARCHITECTURE.md, "Rules the checker enforces"). `npm run lint:deps` runs it.
 // Contexts are the folders under src/ that have an index.ts; they meet only through it.
-const CONTEXTS = '(vms|jobs|quotas|catalog|ops|console|audit|metering|projections-admin)';
+const CONTEXTS = '(vms|jobs|quotas|catalog|ops|console|reconcile|orphans|hosts|audit|metering|projections-admin)';
 const SHARED = '(platform|http|config)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -7,6 +7,8 @@ import { ProjectionDeadLetters1767657600000 } from './1767657600000-projection-d
 import { OrphanReadModel1767744000002 } from './1767744000002-orphan-read-model';
 import { ReconcileLeases1767744000010 } from './1767744000010-reconcile-leases';
 import { ConsoleSessionHolds1767744000031 } from './1767744000031-console-session-holds';
+import { Hosts1767744000040 } from './1767744000040-hosts';
+import { HostCalls1767744000041 } from './1767744000041-host-calls';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -19,4 +21,6 @@ export const MIGRATIONS = [
   OrphanReadModel1767744000002,
   ReconcileLeases1767744000010,
   ConsoleSessionHolds1767744000031,
+  Hosts1767744000040,
+  HostCalls1767744000041,
 ];

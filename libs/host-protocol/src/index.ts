@@ -1,0 +1,2 @@
+export * from './host-agent';
+export * from './host-calls';
