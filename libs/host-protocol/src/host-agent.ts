@@ -53,3 +53,31 @@ export interface HostPrincipal {
   cluster_id: string;
   identity: string;
 }
+
+/**
+ * The internal routes. Every one but `enroll` authenticates with `Authorization: Bearer <host credential>`;
+ * errors come in the public API's envelope (`{ error: { code, message, retryable, details } }`).
+ *
+ * - `POST enroll` EnrollRequest → 201 EnrollResponse (401 for a bad, used or expired token; 409 when the
+ *   token enrolled another identity)
+ * - `POST heartbeat` Heartbeat → 204
+ * - `POST calls/claim` ClaimRequest → 200 `{ calls: ClaimedHostCall[] }` (long poll: answers at once when
+ *   a call is due, else after `wait_ms` with none)
+ * - `POST calls/:id/renew` → 200 `{ lease_ms }`; 409 CONFLICT when this host no longer holds the call
+ * - `POST calls/:id/outcome` HostCallOutcome → 204; 409 CONFLICT when this host no longer holds the call
+ */
+export const INTERNAL_ROUTES = {
+  enroll: `${INTERNAL_PREFIX}/enroll`,
+  heartbeat: `${INTERNAL_PREFIX}/heartbeat`,
+  claim: `${INTERNAL_PREFIX}/calls/claim`,
+  renew: (callId: string) => `${INTERNAL_PREFIX}/calls/${encodeURIComponent(callId)}/renew`,
+  outcome: (callId: string) => `${INTERNAL_PREFIX}/calls/${encodeURIComponent(callId)}/outcome`,
+} as const;
+
+export const claimRequestSchema = z.object({
+  /** How long HCP may hold the request open waiting for a call (long poll), at most 30 s. */
+  wait_ms: z.number().int().min(0).max(30_000).default(20_000),
+  /** How many calls the agent takes at once (its free slots). */
+  max: z.number().int().min(1).max(32).default(4),
+});
+export type ClaimRequest = z.input<typeof claimRequestSchema>;
