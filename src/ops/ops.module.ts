@@ -10,6 +10,7 @@ import { OpsImagesController } from './api/images.controller';
 import { ProvidersController } from './api/providers.controller';
 import { ZonesController } from './api/zones.controller';
 import { DriverFactory } from './drivers/driver-factory';
+import { DriverPlugins } from './drivers/driver-plugins';
 import { DriverRegistry } from './drivers/driver-registry';
 import { ProviderCredentialsStore, SECRET_BOX } from './drivers/provider-credentials.store';
 import { ProviderHealthService } from './drivers/provider-health';
@@ -29,10 +30,11 @@ import { OpsResourceRepository } from './ops-resource.repository';
     // One simulator state per process: the simulator's VMs live in the database, shared by every driver.
     {
       provide: DriverFactory,
-      useFactory: (config: HcpConfig, runtime: HcpRuntime) =>
-        new DriverFactory(config, new SimulatorState(runtime.pool)),
-      inject: [HCP_CONFIG, HCP_RUNTIME],
+      useFactory: (config: HcpConfig, runtime: HcpRuntime, plugins: DriverPlugins) =>
+        new DriverFactory(config, new SimulatorState(runtime.pool), plugins),
+      inject: [HCP_CONFIG, HCP_RUNTIME, DriverPlugins],
     },
+    DriverPlugins,
     DriverRegistry,
     ProviderCredentialsStore,
     ProviderHealthService,
@@ -40,7 +42,7 @@ import { OpsResourceRepository } from './ops-resource.repository';
     OpsCatalogCommands,
     OpsCatalogQueries,
   ],
-  exports: [DriverRegistry, OpsCatalogCommands, OpsCatalogQueries],
+  exports: [DriverRegistry, DriverPlugins, OpsCatalogCommands, OpsCatalogQueries],
 })
 export class OpsModule implements OnModuleInit {
   constructor(

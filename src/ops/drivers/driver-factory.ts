@@ -8,6 +8,7 @@ import {
   simulatorLatency,
 } from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
+import type { DriverPlugins } from './driver-plugins';
 
 export interface DriverTarget {
   providerId: string;
@@ -26,12 +27,13 @@ export class DriverFactory {
   constructor(
     private readonly config: HcpConfig,
     private readonly simulatorState: SimulatorState,
+    private readonly plugins?: DriverPlugins,
   ) {}
 
   static readonly SUPPORTED: readonly ProviderType[] = ['simulator', 'proxmox'];
 
   supports(type: ProviderType): boolean {
-    return DriverFactory.SUPPORTED.includes(type);
+    return DriverFactory.SUPPORTED.includes(type) || this.plugins?.builderFor(type) !== undefined;
   }
 
   /** Checks a provider's settings and credentials as its driver reads them (no I/O); throws INVALID_REQUEST. */
@@ -64,10 +66,13 @@ export class DriverFactory {
           provider_id: target.providerId,
           cluster_id: target.clusterId,
         });
-      default:
+      default: {
+        const build = this.plugins?.builderFor(provider.type);
+        if (build) return build(target);
         throw new HcpError('FEATURE_NOT_SUPPORTED', `no driver for provider type ${provider.type} in this release`, {
           capability: `provider:${provider.type}`,
         });
+      }
     }
   }
 }
