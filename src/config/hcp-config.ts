@@ -74,6 +74,18 @@ export interface HcpConfig {
   };
   /** Kafka for audit and metering; no brokers means the log. */
   messaging: MessagingConfig;
+  hosts: {
+    /** Port of the internal router (host agents) alone; null: internal routes on `port` beside the API. */
+    internalPort: number | null;
+    /** A host is online while its last heartbeat is younger than this. */
+    heartbeatTimeoutMs: number;
+    /** Requests one host may make to the internal router per minute (per process). */
+    perHostPerMinute: number;
+    /** Enrollment attempts one client address may make per minute (per process). */
+    enrollPerAddressPerMinute: number;
+    /** `<cluster_id>/<identity>=sha256:<hex>` entries: hosts provisioned by other tools. */
+    staticCredentials: string;
+  };
   shutdown: {
     /** Longest a SIGTERM may take; past it the process logs what was still pending and exits non-zero. */
     graceMs: number;
@@ -235,6 +247,34 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     default: 'report',
     description:
       'report: list provider resources carrying an HCP id without a live VM for ops to adopt or destroy; destroy: also destroy each one when the next pass sees it again, settled (audited as hcp-orphans)',
+  },
+  {
+    name: 'HCP_INTERNAL_PORT',
+    default: '',
+    description:
+      'port of the internal router (/internal/v1, host agents) alone: public routes never answer there, internal ones only there; empty: both on PORT',
+  },
+  {
+    name: 'HCP_HOST_HEARTBEAT_TIMEOUT_MS',
+    default: '30000',
+    description: 'a host is online while its last heartbeat is younger than this',
+  },
+  {
+    name: 'HCP_RATE_LIMIT_HOST_PER_MINUTE',
+    default: '1200',
+    description: 'requests one host may make to the internal router per minute (per API process)',
+  },
+  {
+    name: 'HCP_RATE_LIMIT_ENROLL_PER_MINUTE',
+    default: '30',
+    description:
+      'enrollment attempts (POST /internal/v1/enroll) one client address may make per minute (per API process)',
+  },
+  {
+    name: 'HCP_STATIC_HOST_CREDENTIALS',
+    default: '',
+    description:
+      'hosts provisioned by other tools, comma-separated <cluster_id>/<identity>=sha256:<hex SHA-256 of the credential> (digests, never credentials); such a host appears on its first heartbeat, can be revoked, not rotated',
   },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
   {
@@ -409,6 +449,13 @@ export function loadConfig(
       recordedPerMinute: int('HCP_REFUSALS_RECORDED_PER_MINUTE', 0, 1_000_000),
       anonymousPerMinute: int('HCP_REFUSALS_ANONYMOUS_PER_MINUTE', 1, 10_000_000),
     },
+    hosts: {
+      internalPort: raw('HCP_INTERNAL_PORT') === '' ? null : int('HCP_INTERNAL_PORT', 1, 65535),
+      heartbeatTimeoutMs: int('HCP_HOST_HEARTBEAT_TIMEOUT_MS', 1000, 3_600_000),
+      perHostPerMinute: int('HCP_RATE_LIMIT_HOST_PER_MINUTE', 1, 10_000_000),
+      enrollPerAddressPerMinute: int('HCP_RATE_LIMIT_ENROLL_PER_MINUTE', 1, 10_000_000),
+      staticCredentials: raw('HCP_STATIC_HOST_CREDENTIALS'),
+    },
     shutdown: {
       graceMs: int('HCP_SHUTDOWN_GRACE_MS', 1000, 3_600_000),
       drainDelayMs: int('HCP_SHUTDOWN_DRAIN_DELAY_MS', 0, 3_600_000),
@@ -426,6 +473,8 @@ export function loadConfig(
     problems.push('HCP_JWT_DEV_HS256_SECRET is only accepted with HCP_AUTH_MODE=dev');
   if (config.auth.devHs256Secret && config.auth.devHs256Secret.length < 32)
     problems.push('HCP_JWT_DEV_HS256_SECRET must be at least 32 characters');
+  if (config.hosts.internalPort !== null && config.hosts.internalPort === config.port)
+    problems.push('HCP_INTERNAL_PORT must differ from PORT (leave it empty to serve internal routes on PORT)');
   for (const check of extraChecks) {
     const problem = check(config);
     if (problem) problems.push(problem);

@@ -132,6 +132,22 @@ export class HcpMetrics {
     help: 'Runs of the console session sweeper that failed (logged; the next run goes on)',
   });
 
+  readonly hosts = new Gauge({
+    name: 'hcp_hosts',
+    help: 'Hosts of agent clusters, by state (active, revoked) and online (heartbeat within HCP_HOST_HEARTBEAT_TIMEOUT_MS: true, false)',
+    labelNames: ['state', 'online'] as const,
+  });
+  readonly hostEnrollments = new Counter({
+    name: 'hcp_host_enrollments_total',
+    help: 'Enrollment attempts of host agents, by outcome (enrolled, re_enrolled, token_invalid, token_expired, identity_conflict, cluster_gone)',
+    labelNames: ['outcome'] as const,
+  });
+  readonly internalAuthRefusals = new Counter({
+    name: 'hcp_internal_auth_refusals_total',
+    help: 'Requests to the internal router refused for their credential (missing, unknown, revoked) or their rate (rate_limited)',
+    labelNames: ['reason'] as const,
+  });
+
   readonly publishFailures = new Counter({
     name: 'hcp_publish_failures_total',
     help: 'Failed publications of audit or metering records',
