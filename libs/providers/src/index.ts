@@ -4,3 +4,4 @@ export * from './simulator/simulator-faults';
 export * from './simulator/simulator.driver';
 export * from './proxmox';
 export * from './rfb';
+export * from './libvirt';

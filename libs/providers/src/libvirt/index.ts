@@ -1,0 +1,2 @@
+export { LibvirtDriver, type LibvirtDriverOptions } from './libvirt-driver';
+export { VirshError } from './libvirt-errors';
