@@ -42,7 +42,7 @@ export const hostCallRequestSchema = z.discriminatedUnion('op', [
 export type HostCallRequest = z.infer<typeof hostCallRequestSchema>;
 export type HostCallOp = HostCallRequest['op'];
 
-const address = z.object({ type: z.enum(['ipv4', 'ipv6']), address: z.string().max(64) });
+const address = z.object({ type: z.enum(['ipv4', 'ipv6']), address: z.string().max(64), nic: z.string().max(64) });
 export const vmDescriptionSchema = z.object({
   hcp_id: hcpId,
   power_state: z.enum(['running', 'stopped', 'paused', 'unknown']),
