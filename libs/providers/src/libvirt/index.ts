@@ -1,2 +1,2 @@
-export { LibvirtDriver, type LibvirtDriverOptions } from './libvirt-driver';
+export { CAPABILITIES as LIBVIRT_CAPABILITIES, LibvirtDriver, type LibvirtDriverOptions } from './libvirt-driver';
 export { VirshError } from './libvirt-errors';

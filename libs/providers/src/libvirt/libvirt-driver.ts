@@ -54,7 +54,7 @@ export interface LibvirtDriverOptions {
  * with a forced fallback, tags in the domain metadata. No snapshots, no resize (the SPI has no such
  * calls), no guest agent: addresses come from the libvirt network's DHCP leases.
  */
-const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
+export const CAPABILITIES: Readonly<Capabilities> = Object.freeze({
   console_types: ['vnc'] as ConsoleType[],
   reboot: true,
   graceful_stop: true,
