@@ -85,6 +85,10 @@ export interface HcpConfig {
     enrollPerAddressPerMinute: number;
     /** `<cluster_id>/<identity>=sha256:<hex>` entries: hosts provisioned by other tools. */
     staticCredentials: string;
+    /** How long an agent's claim on a host call lasts unless renewed (it renews at a third of it). */
+    callLeaseMs: number;
+    /** How often HCP looks for a host call's outcome, and for calls due to an agent, across processes. */
+    callPollMs: number;
   };
   shutdown: {
     /** Longest a SIGTERM may take; past it the process logs what was still pending and exits non-zero. */
@@ -276,6 +280,17 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     description:
       'hosts provisioned by other tools, comma-separated <cluster_id>/<identity>=sha256:<hex SHA-256 of the credential> (digests, never credentials); such a host appears on its first heartbeat, can be revoked, not rotated',
   },
+  {
+    name: 'HCP_HOST_CALL_LEASE_MS',
+    default: '30000',
+    description:
+      "how long a host agent's claim on a driver call lasts unless renewed; a call of an agent that died is claimed again after it",
+  },
+  {
+    name: 'HCP_HOST_CALL_POLL_MS',
+    default: '250',
+    description: 'how often HCP looks for host calls due to an agent and for their outcomes across processes',
+  },
   { name: 'HCP_SEED_CATALOG', default: 'true', description: 'seed the local zone, images and flavors on start' },
   {
     name: 'HCP_SHUTDOWN_GRACE_MS',
@@ -455,6 +470,8 @@ export function loadConfig(
       perHostPerMinute: int('HCP_RATE_LIMIT_HOST_PER_MINUTE', 1, 10_000_000),
       enrollPerAddressPerMinute: int('HCP_RATE_LIMIT_ENROLL_PER_MINUTE', 1, 10_000_000),
       staticCredentials: raw('HCP_STATIC_HOST_CREDENTIALS'),
+      callLeaseMs: int('HCP_HOST_CALL_LEASE_MS', 1000, 600_000),
+      callPollMs: int('HCP_HOST_CALL_POLL_MS', 10, 10_000),
     },
     shutdown: {
       graceMs: int('HCP_SHUTDOWN_GRACE_MS', 1000, 3_600_000),
