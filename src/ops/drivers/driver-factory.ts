@@ -1,4 +1,4 @@
-import { HcpError, ClusterSpec, ProviderSpec, ProviderType } from '@hcp/domain';
+import { HcpError, ProviderType } from '@hcp/domain';
 import {
   ProviderDriver,
   ProxmoxDriver,
@@ -8,15 +8,7 @@ import {
   simulatorLatency,
 } from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
-import type { DriverPlugins } from './driver-plugins';
-
-export interface DriverTarget {
-  providerId: string;
-  provider: ProviderSpec;
-  credentials: Record<string, unknown> | null;
-  clusterId: string;
-  cluster: ClusterSpec | null;
-}
+import type { DriverPlugins, DriverTarget } from './driver-plugins';
 
 /**
  * Builds the driver for a provider and one of its clusters (the cluster's placement hints are driver

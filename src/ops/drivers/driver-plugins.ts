@@ -1,7 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import type { ProviderType } from '@hcp/domain';
+import type { ClusterSpec, ProviderSpec, ProviderType } from '@hcp/domain';
 import type { ProviderDriver } from '@hcp/providers';
-import type { DriverTarget } from './driver-factory';
+
+export interface DriverTarget {
+  providerId: string;
+  provider: ProviderSpec;
+  credentials: Record<string, unknown> | null;
+  clusterId: string;
+  cluster: ClusterSpec | null;
+}
 
 /** Builds the driver of a (provider, cluster) for a provider type another context serves. */
 export type DriverBuilder = (target: DriverTarget) => ProviderDriver;

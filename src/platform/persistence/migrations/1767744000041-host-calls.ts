@@ -2,9 +2,10 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Driver calls for host agents: HCP queues a call for a host, the host's agent claims it under a lease,
- * renews it and reports its outcome (the same lease discipline as job_queue). `call_key` makes a call
- * asked for twice (a job attempt retried by another worker) one call. `host_vm_placements` says which
- * host holds each VM of an agent cluster, taken atomically when its create first asks.
+ * renews it and reports its outcome (the same lease discipline as job_queue). Calls about one VM
+ * (`hcp_id`) are claimed one at a time, oldest first, so a call retried while its predecessor still runs
+ * never races it on the host. `host_vm_placements` says which host holds each VM of an agent cluster,
+ * taken atomically when its create first asks.
  */
 export class HostCalls1767744000041 implements MigrationInterface {
   name = 'HostCalls1767744000041';
@@ -14,7 +15,7 @@ export class HostCalls1767744000041 implements MigrationInterface {
       CREATE TABLE host_calls (
         id uuid PRIMARY KEY,
         host_id uuid NOT NULL,
-        call_key text UNIQUE,
+        hcp_id text,
         op text NOT NULL,
         request jsonb NOT NULL,
         status text NOT NULL CHECK (status IN ('queued', 'claimed', 'succeeded', 'failed')),
@@ -27,7 +28,7 @@ export class HostCalls1767744000041 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
     await q.query(
-      `CREATE INDEX host_calls_due ON host_calls (host_id, created_at) WHERE status IN ('queued', 'claimed')`,
+      `CREATE INDEX host_calls_open ON host_calls (host_id, created_at) WHERE status IN ('queued', 'claimed')`,
     );
     await q.query(
       `CREATE INDEX host_calls_finished ON host_calls (updated_at) WHERE status IN ('succeeded', 'failed')`,
