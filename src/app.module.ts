@@ -5,6 +5,7 @@ import { LoggerModule } from 'nestjs-pino';
 import { AuditModule } from './audit';
 import { CatalogModule } from './catalog';
 import { ConsoleModule } from './console';
+import { HostsModule } from './hosts';
 import { HttpModule } from './http/http.module';
 import { loggerOptions } from './http/request/logger-options';
 import { JobsModule } from './jobs';
@@ -32,13 +33,22 @@ export const CONTEXT_MODULES: readonly Type[] = [
   ProjectionsAdminModule,
   OrphansModule,
   ReconcileModule,
+  HostsModule,
 ];
 
 /** Every controller the application serves (the route-policy test walks them). */
 export function appControllers(): Type[] {
   const declared = (module: Type): Type[] => Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, module) ?? [];
+  // A context's own modules (hosts imports its host-calls module) declare routes too.
+  const withImports = (module: Type, seen = new Set<Type>()): Type[] => {
+    if (seen.has(module)) return [];
+    seen.add(module);
+    const imports: unknown[] = Reflect.getMetadata(MODULE_METADATA.IMPORTS, module) ?? [];
+    return [module, ...imports.filter((m): m is Type => typeof m === 'function').flatMap((m) => withImports(m, seen))];
+  };
+  const modules = new Set(CONTEXT_MODULES.flatMap((m) => withImports(m)));
   // The metrics controller is handed to PrometheusModule, which declares it.
-  return [...declared(PlatformModule), MetricsController, ...CONTEXT_MODULES.flatMap(declared)];
+  return [...new Set([...declared(PlatformModule), MetricsController, ...[...modules].flatMap(declared)])];
 }
 
 /** The application, assembled around a runtime opened beforehand (see main.ts). */

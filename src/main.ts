@@ -20,6 +20,7 @@ import { seedEmbeddedDefault } from './catalog';
 import { OpsCatalogCommands, OpsCatalogQueries } from './ops';
 import { publishOpenApi } from './http/openapi';
 import { webconsoleAssets } from './console';
+import { listenInternal, parseStaticHostCredentials, separatePorts } from './hosts';
 import { availabilityGate } from './http/availability/availability-gate';
 import { SchemaGate } from './http/availability/schema-gate';
 import { CrashGuard } from './platform/lifecycle/crash-guard';
@@ -36,13 +37,22 @@ const simulatorFaultsCheck = (c: HcpConfig): string | null => {
   }
 };
 
+const staticHostCredentialsCheck = (c: HcpConfig): string | null => {
+  try {
+    parseStaticHostCredentials(c.hosts.staticCredentials);
+    return null;
+  } catch (err) {
+    return `HCP_STATIC_HOST_CREDENTIALS: ${(err as Error).message}`;
+  }
+};
+
 // Before anything opens: an error no code handles is logged and survived, during the start too.
 const crashGuard = new CrashGuard(new NestLogger('process')).install();
 
 async function main(): Promise<void> {
   let config: HcpConfig;
   try {
-    config = loadConfig(process.env, [simulatorFaultsCheck]);
+    config = loadConfig(process.env, [simulatorFaultsCheck, staticHostCredentialsCheck]);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`HCP cannot start: ${err.message}\n`);
@@ -66,6 +76,8 @@ async function main(): Promise<void> {
   const metrics = app.get(HcpMetrics);
   crashGuard.countWith(metrics.unhandledErrors);
   app.use(requestIdMiddleware);
+  const { internalPort } = config.hosts;
+  if (internalPort !== null) app.use(separatePorts(internalPort));
   app.use(httpMetrics(metrics));
   app.use(availabilityGate(servingState, app.get(SchemaGate), metrics));
   app.use(securityHeaders());
@@ -80,6 +92,8 @@ async function main(): Promise<void> {
   await app.init();
   if (config.seedCatalog) await seedEmbeddedDefault(app.get(OpsCatalogCommands), app.get(OpsCatalogQueries));
   await app.listen(config.port, config.host);
+  const internalServer =
+    internalPort === null ? null : await listenInternal(app.getHttpAdapter().getInstance(), internalPort, config.host);
   installGracefulShutdown({
     server: app.getHttpServer(),
     state: servingState,
@@ -88,12 +102,19 @@ async function main(): Promise<void> {
     logger: new NestLogger('shutdown'),
     // The runtime (database, embedded PostgreSQL) closes only after Nest has stopped its background work.
     steps: [
+      {
+        name: 'closing the internal listener',
+        run: async () => {
+          internalServer?.close();
+          internalServer?.closeAllConnections();
+        },
+      },
       { name: 'stopping the job worker, projections and timers', run: () => app.close() },
       { name: 'closing the database and event store', run: () => runtime.close() },
     ],
   });
   new NestLogger('hcp').log(
-    `HCP listening on http://${config.host}:${config.port} (roles: ${config.roles.join(', ')})`,
+    `HCP listening on http://${config.host}:${config.port}${internalPort === null ? '' : ` (internal router on port ${internalPort})`} (roles: ${config.roles.join(', ')})`,
   );
 }
 

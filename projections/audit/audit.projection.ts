@@ -5,6 +5,8 @@ import {
   auditRecordOf,
   BREAK_GLASS_STREAM_PREFIX,
   CONSOLE_SESSION_STREAM_PREFIX,
+  HOST_ENROLLMENT_STREAM_PREFIX,
+  HOST_STREAM_PREFIX,
   JOB_STREAM_PREFIX,
   JobQueued,
   ORPHAN_STREAM_PREFIX,
@@ -57,6 +59,9 @@ export class AuditProjection implements RebuildableProjection {
     VM_STREAM_PREFIX,
     // What ops and the orphan policy did with provider resources that have no live VM.
     ORPHAN_STREAM_PREFIX,
+    // Host agents enrolled, revoked and re-keyed, and the enrollment tokens ops created.
+    HOST_STREAM_PREFIX,
+    HOST_ENROLLMENT_STREAM_PREFIX,
   ];
 
   constructor(private readonly sink: AuditSink) {}

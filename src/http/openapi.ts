@@ -2,6 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { ValidationTypes } from 'class-validator';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { INTERNAL_PATH_PREFIX } from '@hcp/auth';
 
 /** Publishes the API as OpenAPI 3 at /openapi.json with browsable docs at /docs (no token needed). */
 export function publishOpenApi(app: INestApplication): void {
@@ -15,6 +16,10 @@ export function publishOpenApi(app: INestApplication): void {
     .addSecurityRequirements('bearer')
     .build();
   const document = SwaggerModule.createDocument(app, config);
+  // The internal router (host agents, /internal/v1) is no part of the public API: its contract is
+  // libs/host-protocol, shared by HCP and the agent.
+  for (const path of Object.keys(document.paths))
+    if (path.startsWith(INTERNAL_PATH_PREFIX)) delete document.paths[path];
   // Body and query DTOs are described once, by their class-validator rules; Swagger's references to them
   // (by class name) then resolve to the very rules the validation pipe enforces.
   const schemas = validationMetadatasToSchemas({

@@ -5,3 +5,4 @@ export * from './route-policies';
 export * from './access-decision';
 export * from './token-verifier';
 export * from './bearer.strategy';
+export * from './internal-route-policies';

@@ -1,5 +1,6 @@
 import { CONSOLE_EVENT_SCHEMAS } from './console/console.event-schemas';
 import { EventSchemaRegistry } from './events/event-schemas';
+import { HOST_EVENT_SCHEMAS } from './host/host.event-schemas';
 import { JOB_EVENT_SCHEMAS } from './job/job.event-schemas';
 import { OPS_EVENT_SCHEMAS } from './ops/ops.event-schemas';
 import { ORPHAN_EVENT_SCHEMAS } from './orphan/orphan.event-schemas';
@@ -24,5 +25,6 @@ export function createHcpEventSchemas(): EventSchemaRegistry {
     ...REFUSAL_EVENT_SCHEMAS,
     ...CONSOLE_EVENT_SCHEMAS,
     ...ORPHAN_EVENT_SCHEMAS,
+    ...HOST_EVENT_SCHEMAS,
   });
 }

@@ -4,6 +4,7 @@ import {
   upcastConsoleSessionClosedV1,
   upcastConsoleSessionRefusedV1,
 } from './console/console-session.events';
+import { HOST_EVENT_VERSIONS, HostEvent } from './host/host.events';
 import { JOB_EVENT_VERSIONS, JobEvent, upcastJobQueuedV1 } from './job/job.events';
 import { OPS_EVENT_VERSIONS, OpsResourceEvent } from './ops/ops-resources';
 import { ORPHAN_EVENT_VERSIONS, OrphanEvent } from './orphan/orphan.events';
@@ -28,7 +29,8 @@ export type HcpEvent =
   | RequestEvent
   | RefusalEvent
   | ConsoleSessionEvent
-  | OrphanEvent;
+  | OrphanEvent
+  | HostEvent;
 
 /** The current version of every HCP event type. */
 export const HCP_EVENT_VERSIONS: Readonly<Record<string, number>> = {
@@ -41,6 +43,7 @@ export const HCP_EVENT_VERSIONS: Readonly<Record<string, number>> = {
   ...REFUSAL_EVENT_VERSIONS,
   ...CONSOLE_SESSION_EVENT_VERSIONS,
   ...ORPHAN_EVENT_VERSIONS,
+  ...HOST_EVENT_VERSIONS,
 };
 
 /**

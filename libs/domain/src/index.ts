@@ -24,5 +24,6 @@ export * from './console/console-session.state-machine';
 export * from './orphan/orphan.events';
 export * from './orphan/orphan.state-machine';
 export * from './orphan/orphan-rule';
+export * from './host/host.events';
 export * from './events/event-schemas';
 export * from './hcp-event-schemas';

@@ -1,7 +1,7 @@
 import { CanActivate, createParamDecorator, ExecutionContext, Injectable } from '@nestjs/common';
 import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
-import { AccessGrant, decideAccess, Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
+import { AccessGrant, decideAccess, INTERNAL_ROUTE_POLICIES, Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
 import { BreakGlassRecorder } from './break-glass.recorder';
 import { traceIdOf } from '../request/request-id';
@@ -20,8 +20,11 @@ export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<AuthorizedRequest>();
-    const policy =
-      ROUTE_POLICIES[routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '')];
+    const key = routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '');
+    // The internal router has its own guard (src/hosts: host credentials, bootstrap tokens); a JWT means
+    // nothing there, and no internal route is in ROUTE_POLICIES, so a host credential means nothing here.
+    if (INTERNAL_ROUTE_POLICIES[key]) return true;
+    const policy = ROUTE_POLICIES[key];
     if (policy?.scope === 'public') return true;
     if (policy) await super.canActivate(context);
     const projectId = typeof req.params.project_id === 'string' ? req.params.project_id : undefined;

@@ -1,4 +1,5 @@
 import { ConsoleSessionEvent } from '../console/console-session.events';
+import { HostEvent } from '../host/host.events';
 import { JOB_RECOVERY_REASON_MAX, JobEvent } from '../job/job.events';
 import { OpsResourceEvent } from '../ops/ops-resources';
 import { ORPHAN_OPS_PROJECT, OrphanEvent } from '../orphan/orphan.events';
@@ -103,7 +104,8 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
     | ConsoleSessionEvent
     | VmStateObserved
     | VmVanished
-    | OrphanEvent;
+    | OrphanEvent
+    | HostEvent;
   switch (e.type) {
     case 'RequestReceived':
       return {
@@ -280,6 +282,11 @@ function recordOf(source: AuditSource, job: AuditJobInfo | null): AuditRecord | 
     case 'OrphanDestroyFailed':
     case 'OrphanCleared':
       return orphanRecord(e, base, source);
+    case 'HostEnrollmentCreated':
+    case 'HostEnrolled':
+    case 'HostRevoked':
+    case 'HostCredentialRotated':
+      return hostRecord(e, base, source);
     default:
       return null;
   }
@@ -354,4 +361,48 @@ function orphanRecord(
 /** Values of the request that were not recorded as given, when there were any. */
 function rejected(values: RejectedRequestValues | undefined): { rejected?: RejectedRequestValues } {
   return values && Object.keys(values).length > 0 ? { rejected: values } : {};
+}
+
+/** Who admitted, revoked or re-keyed a host agent: never a token or credential, which no event holds. */
+function hostRecord(
+  e: HostEvent,
+  base: Pick<AuditRecord, 'event_id' | 'timestamp' | 'trace_id'>,
+  source: AuditSource,
+): AuditRecord {
+  const record = { ...base, actor: source.actor, project_id: null, result: 'succeeded' as const };
+  switch (e.type) {
+    case 'HostEnrollmentCreated':
+      return {
+        ...record,
+        action: 'host.enrollment.create',
+        target: { cluster_id: e.data.cluster_id, enrollment_id: e.data.enrollment_id },
+        details: { expires_at: e.data.expires_at },
+      };
+    case 'HostEnrolled':
+      return {
+        ...record,
+        action: 'host.enroll',
+        target: { cluster_id: e.data.cluster_id, host_id: e.data.host_id, enrollment_id: e.data.enrollment_id },
+        details: {
+          identity: e.data.identity,
+          hostname: e.data.hostname,
+          re_enrolled: e.data.re_enrolled,
+          ...(e.data.client_address ? { client_address: e.data.client_address } : {}),
+        },
+      };
+    case 'HostRevoked':
+      return {
+        ...record,
+        action: 'host.revoke',
+        target: { cluster_id: e.data.cluster_id, host_id: e.data.host_id },
+        details: {},
+      };
+    case 'HostCredentialRotated':
+      return {
+        ...record,
+        action: 'host.rotate',
+        target: { cluster_id: e.data.cluster_id, host_id: e.data.host_id },
+        details: {},
+      };
+  }
 }

@@ -1,0 +1,70 @@
+import { CanActivate, createParamDecorator, ExecutionContext, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { INTERNAL_ROUTE_POLICIES, routeKey } from '@hcp/auth';
+import { HcpError } from '@hcp/domain';
+import type { HostPrincipal } from '@hcp/host-protocol';
+import { HcpMetrics } from '../../platform/observability/hcp-metrics';
+import { HostCredentials } from '../credentials/host-credentials';
+import { InternalRateLimits } from './internal-rate-limits';
+
+export type HostRequest = Request & { hostPrincipal?: HostPrincipal };
+
+const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
+
+/**
+ * The internal router's guard: on every route of INTERNAL_ROUTE_POLICIES it verifies the host credential
+ * (by digest, see HostCredentials) and attaches the HostPrincipal, or, on enroll, only takes the
+ * address's budget (the token in the body is the credential, checked by the enrollment). Registered for
+ * every route (it passes public ones by: the access guard decides those); controllers may also name it
+ * in @UseGuards, which then costs nothing more.
+ */
+@Injectable()
+export class HostGuard implements CanActivate {
+  constructor(
+    private readonly credentials: HostCredentials,
+    private readonly limits: InternalRateLimits,
+    private readonly metrics: HcpMetrics,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const req = context.switchToHttp().getRequest<HostRequest>();
+    const res = context.switchToHttp().getResponse<Response>();
+    const policy =
+      INTERNAL_ROUTE_POLICIES[routeKey(req.method, (req.route as { path?: string } | undefined)?.path ?? '')];
+    if (!policy || req.hostPrincipal) return true;
+    if (policy.auth === 'bootstrap_token') {
+      await this.counted(this.limits.enroll(req.ip ?? 'unknown', res));
+      return true;
+    }
+    const credential = BEARER.exec(req.header('authorization') ?? '')?.[1];
+    if (!credential) return this.refuse('missing');
+    const check = await this.credentials.check(credential);
+    if (!check.ok) return this.refuse(check.reason);
+    await this.counted(this.limits.host(check.principal.host_id, res));
+    req.hostPrincipal = check.principal;
+    return true;
+  }
+
+  /** One answer for every failed check: whoever holds no valid credential learns nothing more. */
+  private refuse(reason: 'missing' | 'unknown' | 'revoked'): never {
+    this.metrics.internalAuthRefusals.inc({ reason });
+    throw new HcpError('UNAUTHORIZED', 'a valid host credential is required');
+  }
+
+  private async counted(taken: Promise<void>): Promise<void> {
+    try {
+      await taken;
+    } catch (err) {
+      this.metrics.internalAuthRefusals.inc({ reason: 'rate_limited' });
+      throw err;
+    }
+  }
+}
+
+/** The verified host of an internal route's request (set by HostGuard). */
+export const CurrentHost = createParamDecorator((_data: unknown, ctx: ExecutionContext): HostPrincipal => {
+  const host = ctx.switchToHttp().getRequest<HostRequest>().hostPrincipal;
+  // Only reachable on a route missing from INTERNAL_ROUTE_POLICIES: a bug, not a client's fault.
+  if (!host) throw new HcpError('INTERNAL_ERROR', 'no host principal on this request');
+  return host;
+});

@@ -1,0 +1,34 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Response } from 'express';
+import { HcpError } from '@hcp/domain';
+import type { HcpConfig } from '../../config/hcp-config';
+import { SlidingWindowThrottlerStorage } from '../../http/rate-limit/sliding-window-storage';
+import { HCP_CONFIG } from '../../platform/tokens';
+
+const MINUTE_MS = 60_000;
+
+/**
+ * The internal router's budgets, apart from the public API's: per host (a looping agent cannot starve the
+ * others, nor the tenants), and per client address for enrollment, the one route without a credential.
+ */
+@Injectable()
+export class InternalRateLimits {
+  private readonly storage = new SlidingWindowThrottlerStorage();
+
+  constructor(@Inject(HCP_CONFIG) private readonly config: HcpConfig) {}
+
+  host(hostId: string, res: Response): Promise<void> {
+    return this.take('host', hostId, this.config.hosts.perHostPerMinute, res);
+  }
+
+  enroll(address: string, res: Response): Promise<void> {
+    return this.take('enroll', address, this.config.hosts.enrollPerAddressPerMinute, res);
+  }
+
+  private async take(limit: 'host' | 'enroll', key: string, perMinute: number, res: Response): Promise<void> {
+    const hit = await this.storage.increment(key, MINUTE_MS, perMinute, 0, `internal-${limit}`);
+    if (!hit.isBlocked) return;
+    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(hit.timeToBlockExpire))));
+    throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit });
+  }
+}
