@@ -72,6 +72,13 @@ const OPS_ROUTES: Record<string, { roles: OpsRole[]; ok: number }> = {
   'GET /v1/ops/clusters/:id': { roles: INFRA_READ, ok: 200 },
   'PATCH /v1/ops/clusters/:id': { roles: INFRA_WRITE, ok: 200 },
   'DELETE /v1/ops/clusters/:id': { roles: INFRA_WRITE, ok: 204 },
+  // The fixture cluster's provider is the simulator, which runs no host agents: a permitted call gets as far
+  // as refusing that (host-enrollment.e2e covers the rest); no host has the fixture id.
+  'POST /v1/ops/clusters/:id/enrollments': { roles: INFRA_WRITE, ok: 422 },
+  'GET /v1/ops/hosts': { roles: INFRA_WRITE, ok: 200 },
+  'GET /v1/ops/hosts/:id': { roles: INFRA_WRITE, ok: 404 },
+  'POST /v1/ops/hosts/:id/revoke': { roles: INFRA_WRITE, ok: 404 },
+  'POST /v1/ops/hosts/:id/rotate': { roles: INFRA_WRITE, ok: 404 },
   'POST /v1/ops/zones': { roles: CLOUD, ok: 201 },
   'GET /v1/ops/zones': { roles: CLOUD, ok: 200 },
   'GET /v1/ops/zones/:id': { roles: CLOUD, ok: 200 },
@@ -143,6 +150,7 @@ describe('authorization matrix', () => {
     job: randomUUID(),
     orphan: randomUUID(),
     vm: randomUUID(),
+    host: randomUUID(),
   };
   let opsAdmin: ApiClient;
   let serial = 0;
@@ -279,7 +287,8 @@ describe('authorization matrix', () => {
       | 'flavor'
       | 'vm'
       | 'job'
-      | 'orphan';
+      | 'orphan'
+      | 'host';
     const unique = `m${++serial}`;
     const bodies: Record<string, unknown> = {
       provider: { name: unique, type: 'simulator' },
@@ -299,11 +308,13 @@ describe('authorization matrix', () => {
     const body =
       route.startsWith('GET') || route.startsWith('DELETE') || route.endsWith('/check')
         ? undefined
-        : route.startsWith('PATCH') && kind === 'provider'
-          ? { settings: { m: 1 } }
-          : route.startsWith('PATCH') && kind === 'cluster'
-            ? { enabled: true }
-            : bodies[kind];
+        : route.endsWith('/enrollments')
+          ? {}
+          : route.startsWith('PATCH') && kind === 'provider'
+            ? { settings: { m: 1 } }
+            : route.startsWith('PATCH') && kind === 'cluster'
+              ? { enabled: true }
+              : bodies[kind];
     // Each permitted rebuild takes another read model, so no two run at once.
     const readModels = [
       'vm-read-model',

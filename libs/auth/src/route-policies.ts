@@ -62,8 +62,8 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'DELETE /v1/ops/clusters/:id': infraWrite,
   // Host agents of agent clusters (libvirt): the enrollment token and the host credentials are ops secrets.
   'POST /v1/ops/clusters/:id/enrollments': infraWrite,
-  'GET /v1/ops/hosts': infraRead,
-  'GET /v1/ops/hosts/:id': infraRead,
+  'GET /v1/ops/hosts': infraWrite,
+  'GET /v1/ops/hosts/:id': infraWrite,
   'POST /v1/ops/hosts/:id/revoke': infraWrite,
   'POST /v1/ops/hosts/:id/rotate': infraWrite,
   'POST /v1/ops/zones': cloudOperator,
