@@ -1,3 +1,5 @@
+import { HcpError } from '@hcp/domain';
+
 /** The agent's log: one line per event on stderr (journald keeps it under systemd). */
 export interface AgentLog {
   info(message: string): void;
@@ -14,4 +16,9 @@ export function streamLog(write: (line: string) => void = (line) => process.stde
   };
 }
 
-export const describeError = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/** An error for the host's own log: a driver's details (virsh's words) belong there, not in what HCP gets. */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const details = err instanceof HcpError && err.details ? ` ${JSON.stringify(err.details).slice(0, 1_000)}` : '';
+  return `${err.message}${details}`;
+}
