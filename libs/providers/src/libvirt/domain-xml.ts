@@ -29,6 +29,9 @@ export interface DomainSpec {
   vnc_password: string;
 }
 
+/** The guest's serial output (its boot messages), kept by virtlogd for ops. */
+export const serialLogPath = (name: string) => `/var/log/libvirt/qemu/${name}.serial.log`;
+
 export function escapeXml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&${{ '&': 'amp', '<': 'lt', '>': 'gt', '"': 'quot', "'": 'apos' }[c]};`);
 }
@@ -83,7 +86,7 @@ export function domainXml(spec: DomainSpec): string {
       <target dev='vda' bus='virtio'/>
     </disk>
     ${nic}
-    <serial type='pty'/>
+    <serial type='pty'><log file='${escapeXml(serialLogPath(spec.name))}' append='off'/></serial>
     <console type='pty'/>
     <graphics type='vnc' port='-1' autoport='yes' listen='${escapeXml(spec.vnc_listen)}' passwd='${escapeXml(spec.vnc_password)}'/>
     <video><model type='vga'/></video>

@@ -1,2 +1,3 @@
 export { CAPABILITIES as LIBVIRT_CAPABILITIES, LibvirtDriver, type LibvirtDriverOptions } from './libvirt-driver';
 export { VirshError } from './libvirt-errors';
+export { HCP_XMLNS, serialLogPath } from './domain-xml';

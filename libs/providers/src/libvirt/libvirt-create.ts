@@ -4,6 +4,9 @@
  * domain) instead of failing or making a second one.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { invalidField, invalidRequest } from '@hcp/domain';
 import type { CallContext, CreateVmSpec } from '../spi/provider-driver';
 import { domainXml, metadataOfSpec, type ParsedDomain } from './domain-xml';
@@ -83,6 +86,18 @@ export async function deleteVolume(host: LibvirtHost, hcpId: string, ctx: CallCo
   }
 }
 
+/** virsh reads the XML from a file (Node's stdin pipe is a socket, which /dev/stdin cannot open). */
+async function defineFromFile(host: LibvirtHost, xml: string, ctx: CallContext): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'hcp-libvirt-'));
+  try {
+    const file = join(dir, 'domain.xml');
+    await writeFile(file, xml, { mode: 0o600 });
+    await virsh(host.virsh, ['define', file], ctx);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Defines the VM's domain (and its disk) unless it exists; returns the domain either way. */
 export async function ensureDomain(host: LibvirtHost, spec: CreateVmSpec, ctx: CallContext): Promise<ParsedDomain> {
   const existing = await readDomain(host, spec.hcp_id, ctx);
@@ -101,7 +116,7 @@ export async function ensureDomain(host: LibvirtHost, spec: CreateVmSpec, ctx: C
     vnc_password: randomVncPassword(),
   });
   try {
-    await virsh(host.virsh, ['define', '/dev/stdin'], ctx, { input: xml });
+    await defineFromFile(host, xml, ctx);
   } catch (err) {
     if (isAlreadyExisting(err)) {
       const raced = await readDomain(host, spec.hcp_id, ctx);

@@ -29,7 +29,8 @@ export class VirshError extends HcpError {
 
 const CONNECTION_FAILURE =
   /failed to connect to the hypervisor|Failed to connect socket|Cannot recv data|End of file while reading data|Connection reset|client socket is closed|unable to connect to server|no connection driver available|Broken pipe/i;
-const DOMAIN_MISSING = /Domain not found|no domain with matching (name|uuid)/i;
+// libvirt 9 virsh says only `failed to get domain 'x'` for a domain it has no such name, id or uuid of.
+const DOMAIN_MISSING = /Domain not found|no domain with matching (name|uuid)|failed to get domain/i;
 const VOLUME_MISSING = /Storage volume not found|no storage vol with matching (name|path|key)/i;
 const POOL_MISSING = /Storage pool not found|no storage pool with matching/i;
 const NOT_RUNNING = /domain is not running|Requested operation is not valid: domain is not running/i;

@@ -13,8 +13,6 @@ import { checkCall, remainingMs, virsh } from './virsh';
 const POLL_MS = 200;
 /** Kept for the destroy and describe after a graceful wait, so they still fit in the call's deadline. */
 const RESERVE_MS = 5_000;
-/** How long a graceful reboot waits for the guest to act on the ACPI request before resetting it. */
-export const REBOOT_WAIT_MS = 30_000;
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -94,7 +92,8 @@ export async function reset(host: LibvirtHost, name: string, ctx: CallContext): 
 export async function reboot(host: LibvirtHost, name: string, force: boolean, ctx: CallContext): Promise<void> {
   await requireRunning(host, name, ctx);
   if (force) return reset(host, name, ctx);
-  const wait = graceMs(ctx, REBOOT_WAIT_MS);
+  // The same patience as a graceful stop: the guest has to go down before it comes back.
+  const wait = graceMs(ctx, host.shutdown_timeout_ms);
   if (wait <= 0) return reset(host, name, ctx);
   const watch = await watchRebootEvent(host, name, ctx, wait);
   try {

@@ -13,8 +13,6 @@ export interface VirshOptions {
 }
 
 export interface VirshRun {
-  /** Bytes written to virsh's stdin (e.g. a domain XML read from /dev/stdin). */
-  input?: string;
   /** Ends the command earlier than the call's deadline (a bounded wait inside a longer call). */
   timeoutMs?: number;
 }
@@ -61,8 +59,6 @@ export function virsh(options: VirshOptions, args: string[], ctx: CallContext, r
     const onAbort = () => stop('aborted');
     const timer = setTimeout(() => stop('deadline'), Math.max(0, budget));
     ctx.signal.addEventListener('abort', onAbort, { once: true });
-    if (run.input !== undefined) child.stdin?.end(run.input);
-    else child.stdin?.end();
-    child.stdin?.on('error', () => undefined);
+    child.stdin?.end();
   });
 }
