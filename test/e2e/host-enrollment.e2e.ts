@@ -315,6 +315,19 @@ describe('a second HCP process with the internal router on its own port and a co
   });
 });
 
+describe('metrics', () => {
+  it('counts enrollments by outcome and refused internal credentials by reason', async () => {
+    const metrics = (await anonymous.get('/metrics')).body as string;
+    const count = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+    expect(count('hcp_host_enrollments_total\\{outcome="enrolled"\\}')).toBeGreaterThanOrEqual(3);
+    expect(count('hcp_host_enrollments_total\\{outcome="re_enrolled"\\}')).toBeGreaterThanOrEqual(1);
+    expect(count('hcp_host_enrollments_total\\{outcome="identity_conflict"\\}')).toBe(1);
+    expect(count('hcp_host_enrollments_total\\{outcome="token_expired"\\}')).toBe(1);
+    expect(count('hcp_internal_auth_refusals_total\\{reason="revoked"\\}')).toBeGreaterThanOrEqual(1);
+    expect(count('hcp_internal_auth_refusals_total\\{reason="unknown"\\}')).toBeGreaterThanOrEqual(3);
+  });
+});
+
 describe('secrets', () => {
   it('never writes a token or credential to the logs or the audit trail, which records who enrolled, revoked and rotated', async () => {
     const actions = await eventually(async () => {

@@ -9,7 +9,7 @@ import { InternalRateLimits } from './internal-rate-limits';
 
 export type HostRequest = Request & { hostPrincipal?: HostPrincipal };
 
-const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
+const BEARER = /^Bearer ([\x21-\x7e]{1,4096})$/;
 
 /**
  * The internal router's guard: on every route of INTERNAL_ROUTE_POLICIES it verifies the host credential
