@@ -73,7 +73,7 @@ export class HostCallRunner {
     } catch (err) {
       // What HCP gets is the taxonomy's shape; anything else is only INTERNAL_ERROR there, so say it here.
       if (!(err instanceof HcpError)) log.error(`${what} failed in the driver: ${describeError(err)}`);
-      outcome = { status: 'failed', error: toHcpError(err).toShape() };
+      outcome = { status: 'failed', error: boundedShape(toHcpError(err)) };
     } finally {
       clearTimeout(deadlineTimer);
       renewal.stop();
@@ -124,7 +124,8 @@ export class HostCallRunner {
     };
   }
 
-  private async report(call: ClaimedHostCall, what: string, outcome: HostCallOutcome, until: number): Promise<void> {
+  private async report(call: ClaimedHostCall, what: string, first: HostCallOutcome, until: number): Promise<void> {
+    let outcome = first;
     const { client, log } = this.options;
     const backoff = new Backoff({ initialMs: 250, maxMs: 5_000, jitter: 0.2 });
     for (;;) {
@@ -145,7 +146,16 @@ export class HostCallRunner {
           return;
         }
         if (!isTransient(err)) {
-          log.error(`${what}: HCP refused its outcome (${describeError(err)}); dropped`);
+          log.error(`${what}: HCP refused its outcome (${describeError(err)})`);
+          // Left unreported, the call would be claimed and refused again until its deadline; a plain
+          // failure ends it now (the job's own retry policy decides what follows).
+          if (outcome.status === 'succeeded' || outcome.error.details !== undefined) {
+            outcome = {
+              status: 'failed',
+              error: new HcpError('INTERNAL_ERROR', 'HCP refused the host agent’s outcome').toShape(),
+            };
+            continue;
+          }
           return;
         }
         const delay = backoff.next();
@@ -160,4 +170,10 @@ export class HostCallRunner {
       }
     }
   }
+}
+
+/** The protocol bounds an error message (hostCallOutcomeSchema); a driver's longer one is cut, not refused. */
+function boundedShape(error: HcpError) {
+  const shape = error.toShape();
+  return shape.message.length > 4_000 ? { ...shape, message: `${shape.message.slice(0, 4_000)}…` } : shape;
 }

@@ -281,6 +281,24 @@ describe('host agent against the internal protocol', () => {
     expect(driver.callsOf('describeVm')).toHaveLength(1);
   });
 
+  it('reports a plain failure when HCP refuses an outcome as invalid, so the call does not hang until its deadline', async () => {
+    await enrolled();
+    hcp.outcomeAnswers.push({ status: 400, body: { error: { code: 'INVALID_REQUEST', message: 'value too large' } } });
+    const agent = start();
+    const described = call({ op: 'describe', hcp_id: 'vm-1' });
+    hcp.offer(described);
+    await eventually('the second report', () => hcp.outcomesOf(described.call_id).length === 1);
+    expect(hcp.outcomeAttempts.map((o) => [o.answered, o.outcome.status])).toEqual([
+      [400, 'succeeded'],
+      [204, 'failed'],
+    ]);
+    expect(hcp.outcomesOf(described.call_id)[0].outcome).toEqual({
+      status: 'failed',
+      error: { code: 'INTERNAL_ERROR', message: 'HCP refused the host agent’s outcome', retryable: false },
+    });
+    expect(logged(agent, /HCP refused its outcome \(HCP answered 400 INVALID_REQUEST .*value too large\)/)).toBe(true);
+  });
+
   it('keeps reporting an outcome through an HCP outage until HCP has it, and claims again after', async () => {
     await enrolled();
     const released = deferred();
