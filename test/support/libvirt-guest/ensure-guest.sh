@@ -10,7 +10,10 @@ CACHE="${HCP_TEST_GUEST_CACHE:-/var/cache/hcp-test-guest}"
 POOL="${HCP_TEST_POOL:-hcp-test}"
 V=(virsh -c "$URI" -q)
 
-KPKG="$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
+kernel_package() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
+KPKG="$(kernel_package)"
+# A machine whose package lists were cleaned (container images) knows no kernel package until updated.
+if [[ -z "$KPKG" ]]; then apt-get update -qq >&2; KPKG="$(kernel_package)"; fi
 KEY="$( (cat "$HERE/build-guest.sh" "$HERE/init"; echo "$KPKG"; dpkg-query -W busybox-static syslinux) | sha256sum | cut -c1-12)"
 BUILD="$CACHE/$KEY"
 if [[ ! -f "$BUILD/hcp-test-guest-deaf.qcow2" ]]; then
