@@ -18,6 +18,7 @@ describe('parseAgentOptions', () => {
       claimWaitMs: 20_000,
       shutdownGraceMs: 20_000,
       enrollOnly: false,
+      replaceCredential: false,
       help: false,
     });
   });
@@ -72,6 +73,7 @@ describe('parseAgentOptions', () => {
       claimWaitMs: 0,
       shutdownGraceMs: 1_000,
       enrollOnly: true,
+      replaceCredential: false,
       help: false,
     });
   });

@@ -19,6 +19,8 @@ export interface AgentOptions {
   shutdownGraceMs: number;
   /** Enroll (when not enrolled yet), write the credential and exit: what the install script runs. */
   enrollOnly: boolean;
+  /** Put a rotated credential (from HCP_AGENT_CREDENTIAL or stdin) into the credential file and exit. */
+  replaceCredential: boolean;
   help: boolean;
 }
 
@@ -46,6 +48,7 @@ export const AGENT_USAGE = `usage: npm run agent -- --hcp <url> [--token <bootst
   --claim-wait-ms <ms>            long-poll wait of a claim, 0..30000 (20000)        HCP_AGENT_CLAIM_WAIT_MS
   --shutdown-grace-ms <ms>        running calls may finish on SIGTERM (20000)        HCP_AGENT_SHUTDOWN_GRACE_MS
   --enroll-only                   enroll, write the credential file and exit
+  --replace-credential            store a rotated credential (HCP_AGENT_CREDENTIAL or stdin) and exit
   --help`;
 
 const STRING_OPTIONS = [
@@ -77,6 +80,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv = proce
       options: {
         ...Object.fromEntries(STRING_OPTIONS.map((name) => [name, { type: 'string' as const }])),
         'enroll-only': { type: 'boolean' },
+        'replace-credential': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -120,6 +124,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv = proce
     claimWaitMs: int('claim-wait-ms', 20_000, 0, 30_000),
     shutdownGraceMs: int('shutdown-grace-ms', 20_000, 0, 600_000),
     enrollOnly: values['enroll-only'] === true,
+    replaceCredential: values['replace-credential'] === true,
     help: values.help === true,
   };
 }

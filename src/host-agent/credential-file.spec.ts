@@ -1,7 +1,13 @@
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CredentialFileError, credentialPathOf, readCredential, writeCredential } from './credential-file';
+import {
+  CredentialFileError,
+  credentialPathOf,
+  readCredential,
+  replaceCredential,
+  writeCredential,
+} from './credential-file';
 
 const credential = { host_id: 'host-1', cluster_id: 'cluster-1', credential: 'hcph_secret', hcp: 'http://hcp:8080' };
 
@@ -59,5 +65,16 @@ describe('the credential file', () => {
     await expect(readCredential(root)).rejects.toThrow(/is not JSON; remove it and enroll again/);
     await fs.writeFile(credentialPathOf(root), '{"host_id":"h"}', { mode: 0o600 });
     await expect(readCredential(root)).rejects.toThrow(/lacks cluster_id, credential, hcp/);
+  });
+
+  it('takes a rotated credential in place of the stored one, keeping the host, cluster and HCP address', async () => {
+    await writeCredential(root, credential);
+    await replaceCredential(root, 'hcph_rotated');
+    await expect(readCredential(root)).resolves.toEqual({ ...credential, credential: 'hcph_rotated' });
+    expect((await fs.stat(credentialPathOf(root))).mode & 0o777).toBe(0o600);
+  });
+
+  it('has no credential to replace before the host enrolled', async () => {
+    await expect(replaceCredential(root, 'hcph_rotated')).rejects.toThrow(/not enrolled .*no credential to replace/);
   });
 });

@@ -88,3 +88,19 @@ export async function writeCredential(stateDir: string, credential: StoredCreden
   }
   return file;
 }
+
+/**
+ * Puts a rotated credential (POST /v1/ops/hosts/{id}/rotate) in place of the stored one, the same way a new
+ * one is written; the host, cluster and HCP address stay.
+ */
+export async function replaceCredential(stateDir: string, credential: string): Promise<StoredCredential> {
+  const stored = await readCredential(stateDir);
+  if (!stored) {
+    throw new CredentialFileError(
+      `this host is not enrolled (no ${credentialPathOf(stateDir)}): there is no credential to replace; enroll with a bootstrap token`,
+    );
+  }
+  const replaced = { ...stored, credential };
+  await writeCredential(stateDir, replaced);
+  return replaced;
+}

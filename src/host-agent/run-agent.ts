@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { AGENT_USAGE, AgentArgumentError, type AgentOptions, parseAgentOptions } from './agent-options';
 import { type AgentLog, describeError } from './agent-log';
 import { agentVersion } from './agent-version';
-import { CredentialFileError, credentialPathOf } from './credential-file';
+import { HOST_CREDENTIAL_PREFIX } from '@hcp/host-protocol';
+import { CredentialFileError, credentialPathOf, replaceCredential } from './credential-file';
 import { EnrollmentError, ensureEnrolled } from './enrollment';
 import { EXIT_CODES } from './exit-codes';
 import { HcpClient } from './hcp-client';
@@ -16,6 +17,8 @@ export interface RunAgentDeps {
   /** Fired to stop the agent gracefully (SIGTERM/SIGINT in main.ts). */
   stop: AbortSignal;
   writeOut?: (text: string) => void;
+  /** Standard input, read whole (where --replace-credential takes the new credential from). */
+  readStdin?: () => Promise<string>;
   machineIdFile?: string;
 }
 
@@ -43,6 +46,7 @@ export async function runAgent(argv: string[], env: NodeJS.ProcessEnv, deps: Run
       return EXIT_CODES.badArguments;
     }
   }
+  if (options.replaceCredential) return replaceStoredCredential(options, env, deps);
   const version = agentVersion();
   const clientFor = (url: string, credential?: string) =>
     new HcpClient({ baseUrl: url, ...(ca ? { ca } : {}), ...(credential ? { credential } : {}) });
@@ -117,4 +121,37 @@ export async function runAgent(argv: string[], env: NodeJS.ProcessEnv, deps: Run
       : 'stopped',
   );
   return EXIT_CODES.ok;
+}
+
+async function replaceStoredCredential(
+  options: AgentOptions,
+  env: NodeJS.ProcessEnv,
+  deps: RunAgentDeps,
+): Promise<number> {
+  const { log } = deps;
+  const given = env.HCP_AGENT_CREDENTIAL?.trim() || (await (deps.readStdin ?? readAllStdin)()).trim();
+  if (!given.startsWith(HOST_CREDENTIAL_PREFIX) || /\s/.test(given)) {
+    log.error(
+      `--replace-credential needs the new host credential (${HOST_CREDENTIAL_PREFIX}…) in HCP_AGENT_CREDENTIAL or on stdin`,
+    );
+    return EXIT_CODES.badArguments;
+  }
+  try {
+    const stored = await replaceCredential(options.stateDir, given);
+    log.info(
+      `the credential of host ${stored.host_id} in ${credentialPathOf(options.stateDir)} is replaced; restart the agent to use it`,
+    );
+    return EXIT_CODES.ok;
+  } catch (err) {
+    if (!(err instanceof CredentialFileError)) throw err;
+    log.error(`cannot replace the credential: ${err.message}`);
+    return EXIT_CODES.credentialFile;
+  }
+}
+
+async function readAllStdin(): Promise<string> {
+  if (process.stdin.isTTY) return '';
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -17,7 +17,7 @@ interface RunningAgent {
   stop(): void;
 }
 
-function startAgent(args: string[], driver: HostDriverDouble): RunningAgent {
+function startAgent(args: string[], driver: HostDriverDouble, env: NodeJS.ProcessEnv = {}): RunningAgent {
   const lines: string[] = [];
   const log: AgentLog = {
     info: (m) => lines.push(`info ${m}`),
@@ -25,7 +25,7 @@ function startAgent(args: string[], driver: HostDriverDouble): RunningAgent {
     error: (m) => lines.push(`error ${m}`),
   };
   const stopper = new AbortController();
-  const exit = runAgent(args, {}, { log, driverFor: () => driver, stop: stopper.signal });
+  const exit = runAgent(args, env, { log, driverFor: () => driver, stop: stopper.signal, readStdin: async () => '' });
   return { exit, lines, stop: () => stopper.abort() };
 }
 
@@ -339,6 +339,23 @@ describe('host agent against the internal protocol', () => {
       ),
     ).toBe(true);
     expect(logged(agent, /remove .*credential.json and run the agent with a new bootstrap token/)).toBe(true);
+  });
+
+  it('works again with a rotated credential put in place with --replace-credential', async () => {
+    await enrolled();
+    hcp.credential = 'hcph_rotated';
+    const refused = start();
+    await expect(refused.exit).resolves.toBe(EXIT_CODES.credentialRejected);
+
+    const replacing = startAgent(args('--replace-credential'), driver, { HCP_AGENT_CREDENTIAL: 'hcph_rotated' });
+    await expect(replacing.exit).resolves.toBe(EXIT_CODES.ok);
+    expect(logged(replacing, /the credential of host host-1 in .*credential.json is replaced/)).toBe(true);
+    const restarted = start();
+    await eventually('ready with the rotated credential', () => logged(restarted, /ready: host host-1/));
+
+    const nothing = startAgent(args('--replace-credential'), driver);
+    await expect(nothing.exit).resolves.toBe(EXIT_CODES.badArguments);
+    expect(logged(nothing, /needs the new host credential \(hcph_…\) in HCP_AGENT_CREDENTIAL or on stdin/)).toBe(true);
   });
 
   it('reports a claimed call that is not a valid host call as INVALID_REQUEST, and goes on', async () => {
