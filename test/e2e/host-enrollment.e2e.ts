@@ -326,6 +326,17 @@ describe('metrics', () => {
     expect(count('hcp_internal_auth_refusals_total\\{reason="revoked"\\}')).toBeGreaterThanOrEqual(1);
     expect(count('hcp_internal_auth_refusals_total\\{reason="unknown"\\}')).toBeGreaterThanOrEqual(3);
   });
+
+  it('counts hosts by state and whether they are online (hcp_hosts, refreshed every 15 s)', async () => {
+    await eventually(
+      async () => {
+        const metrics = (await anonymous.get('/metrics')).body as string;
+        return /^hcp_hosts\{state="revoked",online="false"\} [1-9]/m.test(metrics) ? true : undefined;
+      },
+      'hcp_hosts with the revoked host',
+      40_000,
+    );
+  });
 });
 
 describe('secrets', () => {
