@@ -98,6 +98,8 @@ export async function removeTestVm(pool: string, hcpId: string): Promise<void> {
   await virshOrNull(['destroy', `hcp-${hcpId}`]);
   await virshOrNull(['undefine', `hcp-${hcpId}`, '--nvram']);
   await virshOrNull(['vol-delete', '--pool', pool, `hcp-${hcpId}.qcow2`]);
+  for (const log of [`/var/log/libvirt/qemu/hcp-${hcpId}.log`, `/var/log/libvirt/qemu/hcp-${hcpId}.serial.log`])
+    rmSync(log, { force: true });
 }
 
 /** A libvirt URI whose socket accepts connections and never answers: calls must time out. */

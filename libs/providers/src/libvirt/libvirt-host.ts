@@ -20,10 +20,13 @@ export function hostCapacityOf(nodeinfo: string, memstats: string, poolInfo: str
   // Page cache and buffers are memory the host gives back to a guest that asks; what is left is the
   // host's own and its running guests'.
   const freeKib = ['free', 'buffers', 'cached'].reduce((sum, k) => sum + leadingNumber(mem.get(k)), 0);
+  const ramMb = Math.trunc(leadingNumber(node.get('memory size')) / 1024);
   const capacity: HostCapacity = {
     vcpus: Math.trunc(leadingNumber(node.get('cpu(s)'))),
-    ram_mb: Math.trunc(leadingNumber(node.get('memory size')) / 1024),
-    free_ram_mb: Math.trunc(freeKib / 1024),
+    ram_mb: ramMb,
+    // nodememstats reads the kernel's counters while nodeinfo may report less (a container's or a
+    // NUMA-limited view): what is free is never more than what there is.
+    free_ram_mb: Math.min(ramMb, Math.trunc(freeKib / 1024)),
   };
   if (poolInfo) {
     const pool = keyValues(poolInfo);
