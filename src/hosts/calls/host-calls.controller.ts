@@ -42,9 +42,11 @@ export class HostCallsController {
     req.socket.once('close', () => gone.abort());
     const until = Date.now() + wait_ms;
     for (;;) {
+      // Nothing is claimed for an agent that hung up: the calls would wait out a lease nobody renews.
+      if (gone.signal.aborted) return { calls: [] };
       const claimed = await this.calls.claim(host.host_id, max, callLeaseMs);
       const left = until - Date.now();
-      if (claimed.length > 0 || left <= 0 || gone.signal.aborted) return { calls: claimed };
+      if (claimed.length > 0 || left <= 0) return { calls: claimed };
       await this.calls.waitForChange(`host:${host.host_id}`, Math.min(callPollMs, left), gone.signal);
     }
   }
