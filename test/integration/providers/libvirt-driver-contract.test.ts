@@ -15,6 +15,10 @@ import {
 } from '../../support/libvirt-guest';
 import { describeDriverContract, type DriverContractHarness } from './driver-contract';
 
+// Slow-ish: guests boot under TCG (5 s on an idle machine, 20-30 s on a busy one). The suite takes
+// about 1-2.5 minutes; each step may take longer than the default 120 s on a loaded CI machine.
+jest.setTimeout(300_000);
+
 describeWithLibvirt('LibvirtDriver on real libvirt', () => {
   describeDriverContract('LibvirtDriver', async (): Promise<DriverContractHarness> => {
     const guest = await ensureTestGuest();

@@ -27,6 +27,10 @@ import {
 } from '../../support/libvirt-guest';
 import { caught, ctx } from './driver-contract';
 
+// Slow-ish: guests boot under TCG (5 s on an idle machine, 20-30 s on a busy one). The suite takes
+// about 1-2.5 minutes; each step may take longer than the default 120 s on a loaded CI machine.
+jest.setTimeout(300_000);
+
 const OP_MS = 120_000;
 const op = () => ctx(OP_MS);
 
