@@ -268,6 +268,9 @@ describe('a second HCP process with the internal router on its own port and a co
         HCP_RECONCILE_INTERVAL_MS: '0',
         HCP_SEED_CATALOG: 'false',
         HCP_INTERNAL_PORT: String(internalPort),
+        // Small budgets, taken by the tests below in order (the last test spends them).
+        HCP_RATE_LIMIT_ENROLL_PER_MINUTE: '3',
+        HCP_RATE_LIMIT_HOST_PER_MINUTE: '3',
         HCP_STATIC_HOST_CREDENTIALS: `${ids.cluster}/pxe-host-7=sha256:${digest}`,
       },
     });
@@ -312,6 +315,26 @@ describe('a second HCP process with the internal router on its own port and a co
     expect((await asHost(staticCredential, internalBase).post(INTERNAL_ROUTES.heartbeat, heartbeat(7))).status).toBe(
       401,
     );
+  });
+
+  it('limits enrollment per client address and requests per host, apart from the public limits', async () => {
+    // The first enrollment of this address was the one of the ports test above.
+    const enrolled = await enroll(await newToken(), 'kvm-budget', internalBase);
+    expect(enrolled.status).toBe(201);
+    expect((await enroll('hcpb_not-a-token', 'kvm-budget', internalBase)).status).toBe(401);
+    const limited = await enroll('hcpb_not-a-token', 'kvm-budget', internalBase);
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { limit: 'enroll' } });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    const host = asHost(enrolled.body.credential, internalBase);
+    for (let i = 0; i < 3; i++) expect((await host.post(INTERNAL_ROUTES.heartbeat, heartbeat(i))).status).toBe(204);
+    const hostLimited = await host.post(INTERNAL_ROUTES.heartbeat, heartbeat(3));
+    expect(hostLimited.status).toBe(429);
+    expect(hostLimited.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { limit: 'host' } });
+    // The public API keeps budgets of its own.
+    const otherInfra = new ApiClient(other.baseUrl, other.token('ingrid', {}, ['infra-admin']));
+    expect((await otherInfra.get('/v1/ops/hosts')).status).toBe(200);
   });
 });
 
