@@ -16,6 +16,7 @@ import {
   type CreateVmSpec,
 } from '@hcp/providers';
 import {
+  LIBVIRT_URI,
   describeWithLibvirt,
   domainExists,
   domainStateReason,
@@ -83,6 +84,7 @@ describeWithLibvirt('LibvirtDriver on real QEMU', () => {
   beforeAll(async () => {
     guest = await ensureTestGuest();
     driver = new LibvirtDriver({
+      uri: LIBVIRT_URI,
       pool: guest.pool,
       provider_id: 'provider-libvirt',
       cluster_id: 'cluster-libvirt',
@@ -173,6 +175,7 @@ describeWithLibvirt('LibvirtDriver on real QEMU', () => {
 
     beforeAll(async () => {
       impatient = new LibvirtDriver({
+        uri: LIBVIRT_URI,
         pool: guest.pool,
         provider_id: 'provider-libvirt',
         cluster_id: 'cluster-libvirt',
@@ -201,7 +204,7 @@ describeWithLibvirt('LibvirtDriver on real QEMU', () => {
     const first = await driver.createVm(vm, op());
     const second = await driver.createVm(vm, op());
     expect(second.provider_ref).toEqual(first.provider_ref);
-    expect(first.provider_ref).toMatchObject({ domain: `hcp-${vm.hcp_id}`, uri: 'qemu:///system' });
+    expect(first.provider_ref).toMatchObject({ domain: `hcp-${vm.hcp_id}`, uri: LIBVIRT_URI });
     expect(await domainExists(`hcp-${vm.hcp_id}`)).toBe(true);
     expect(await volumeExists(guest.pool, `hcp-${vm.hcp_id}.qcow2`)).toBe(true);
     expect((await driver.listVms(op())).filter((d) => d.hcp_id === vm.hcp_id)).toHaveLength(1);
@@ -253,7 +256,12 @@ describeWithLibvirt('LibvirtDriver on real QEMU', () => {
     expect(capacity.free_ram_mb).toBeGreaterThan(0);
     expect(capacity.disk_gb).toBeGreaterThan(0);
     await driver.checkConnectivity(op());
-    const elsewhere = new LibvirtDriver({ pool: 'hcp-no-such-pool', provider_id: 'p', cluster_id: 'c' });
+    const elsewhere = new LibvirtDriver({
+      uri: LIBVIRT_URI,
+      pool: 'hcp-no-such-pool',
+      provider_id: 'p',
+      cluster_id: 'c',
+    });
     expect((await caught(elsewhere.checkConnectivity(op()))).code).toBe('PROVIDER_UNAVAILABLE');
   });
 });
