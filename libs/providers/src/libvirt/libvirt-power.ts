@@ -11,6 +11,8 @@ import { isAlreadyRunning, isNotRunning } from './libvirt-errors';
 import { checkCall, remainingMs, virsh } from './virsh';
 
 const POLL_MS = 200;
+/** How often the ACPI button is pressed again while the guest has not reacted (it may still be booting). */
+const ACPI_REPEAT_MS = 3_000;
 /** Kept for the destroy and describe after a graceful wait, so they still fit in the call's deadline. */
 const RESERVE_MS = 5_000;
 
@@ -65,13 +67,17 @@ export async function stop(host: LibvirtHost, name: string, force: boolean, ctx:
   if ((await domainState(host, name, ctx)).power === 'stopped') return;
   const wait = force ? 0 : graceMs(ctx, host.shutdown_timeout_ms);
   if (wait > 0) {
-    try {
-      await virsh(host.virsh, ['shutdown', name, '--mode', 'acpi'], ctx);
-    } catch (err) {
-      if (isNotRunning(err)) return;
-      throw err;
-    }
-    if (await waitStopped(host, name, ctx, wait)) return;
+    // A guest still booting does not hear the power button yet: the press is repeated until it does.
+    const until = Date.now() + wait;
+    do {
+      try {
+        await virsh(host.virsh, ['shutdown', name, '--mode', 'acpi'], ctx);
+      } catch (err) {
+        if (isNotRunning(err)) return;
+        throw err;
+      }
+      if (await waitStopped(host, name, ctx, Math.min(ACPI_REPEAT_MS, until - Date.now()))) return;
+    } while (Date.now() < until);
   }
   await destroy(host, name, ctx);
 }
@@ -95,16 +101,25 @@ export async function reboot(host: LibvirtHost, name: string, force: boolean, ct
   // The same patience as a graceful stop: the guest has to go down before it comes back.
   const wait = graceMs(ctx, host.shutdown_timeout_ms);
   if (wait <= 0) return reset(host, name, ctx);
+  const until = Date.now() + wait;
   const watch = await watchRebootEvent(host, name, ctx, wait);
+  let rebooted: boolean | undefined;
+  void watch.rebooted.then((seen) => {
+    rebooted = seen;
+  });
   try {
-    try {
-      await virsh(host.virsh, ['reboot', name, '--mode', 'acpi'], ctx);
-    } catch (err) {
-      if (isNotRunning(err)) throw conflict('the VM is not running');
-      // The ACPI request refused (no ACPI, the guest's state): a reset is what is left.
-      if (err instanceof HcpError && err.code !== 'PROVIDER_TIMEOUT') return await reset(host, name, ctx);
-      throw err;
-    }
+    // As for a stop, the request is repeated while a booting guest cannot hear it yet.
+    do {
+      try {
+        await virsh(host.virsh, ['reboot', name, '--mode', 'acpi'], ctx);
+      } catch (err) {
+        if (isNotRunning(err)) throw conflict('the VM is not running');
+        // The ACPI request refused (no ACPI, the guest's state): a reset is what is left.
+        if (err instanceof HcpError && err.code !== 'PROVIDER_TIMEOUT') return await reset(host, name, ctx);
+        throw err;
+      }
+      await Promise.race([watch.rebooted, sleep(Math.min(ACPI_REPEAT_MS, until - Date.now()), ctx.signal)]);
+    } while (rebooted === undefined && Date.now() < until && !ctx.signal.aborted);
     if (!(await watch.rebooted)) await reset(host, name, ctx);
   } finally {
     watch.stop();
