@@ -40,6 +40,12 @@ export interface VcsimOptions {
   methodDelays?: Record<string, number>;
   username?: string;
   password?: string;
+  /** Datastores LocalDS_0 .. LocalDS_{n-1}, each on every host (1 when absent, as upstream). */
+  datastores?: number;
+  /** Extra VM folders, paths under /DC0/vm, e.g. `hcp/prod` (the VPX model has none). */
+  vmFolders?: string[];
+  /** Extra resource pools, paths under /DC0/host/DC0_C0/Resources, e.g. `hcp`. */
+  resourcePools?: string[];
 }
 
 export interface Vcsim {
@@ -133,6 +139,9 @@ export async function startVcsim(options: VcsimOptions = {}): Promise<Vcsim> {
   if (delays.length) args.push('-method-delay', delays.map(([m, ms]) => `${m}:${ms}`).join(','));
   if (options.username) args.push('-username', options.username);
   if (options.password) args.push('-password', options.password);
+  if (options.datastores !== undefined) args.push('-ds', String(options.datastores));
+  for (const folder of options.vmFolders ?? []) args.push('-vm-folder', folder);
+  for (const pool of options.resourcePools ?? []) args.push('-resource-pool', pool);
   // stdin stays open: vcsim exits when it closes, so a test runner that dies takes its vcsim with it.
   const child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
@@ -183,4 +184,58 @@ func (p *pathResolver) path(ctx context.Context, ref types.ManagedObjectReferenc
 	path := parent + "/" + e.Name
 	p.cache[ref] = path
 	return path, nil
+}
+
+// addInventory creates the extra VM folders (under /DC0/vm) and resource pools (under the first
+// cluster's Resources) the tests place VMs into; nested paths create their parents first.
+func addInventory(ctx context.Context, c *vim25.Client, vmFolders, pools []string) error {
+	finder := find.NewFinder(c)
+	dc, err := finder.DefaultDatacenter(ctx)
+	if err != nil {
+		return err
+	}
+	finder.SetDatacenter(dc)
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	for _, path := range vmFolders {
+		parent := folders.VmFolder
+		for _, name := range strings.Split(strings.Trim(path, "/"), "/") {
+			child, err := finder.Folder(ctx, parent.InventoryPath+"/"+name)
+			if err != nil {
+				if child, err = parent.CreateFolder(ctx, name); err != nil {
+					return fmt.Errorf("folder %s: %w", path, err)
+				}
+				child.InventoryPath = parent.InventoryPath + "/" + name
+			}
+			parent = child
+		}
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	clusters, err := finder.ClusterComputeResourceList(ctx, "*")
+	if err != nil {
+		return err
+	}
+	root, err := clusters[0].ResourcePool(ctx)
+	if err != nil {
+		return err
+	}
+	root.InventoryPath = clusters[0].InventoryPath + "/Resources"
+	for _, path := range pools {
+		parent := root
+		for _, name := range strings.Split(strings.Trim(path, "/"), "/") {
+			child, err := finder.ResourcePool(ctx, parent.InventoryPath+"/"+name)
+			if err != nil {
+				if child, err = parent.Create(ctx, name, types.DefaultResourceConfigSpec()); err != nil {
+					return fmt.Errorf("resource pool %s: %w", path, err)
+				}
+				child.InventoryPath = parent.InventoryPath + "/" + name
+			}
+			parent = child
+		}
+	}
+	return nil
 }

@@ -37,6 +37,10 @@ func main() {
 	methodDelay := flag.String("method-delay", "", "per SOAP method delay in ms before it is served, e.g. PowerOnVM_Task:500,CloneVM_Task:1000")
 	certDir := flag.String("cert-dir", "", "directory for the generated certificate (default: a new temporary directory)")
 	watchStdin := flag.Bool("exit-on-stdin-eof", true, "exit when stdin reaches EOF")
+	datastores := flag.Int("ds", 1, "number of datastores (LocalDS_0, LocalDS_1, ...), each on every host")
+	var vmFolders, pools listFlag
+	flag.Var(&vmFolders, "vm-folder", "an extra VM folder, a path under the datacenter's vm folder (repeatable), e.g. hcp/prod")
+	flag.Var(&pools, "resource-pool", "an extra resource pool, a path under the cluster's root pool Resources (repeatable), e.g. hcp")
 	flag.Parse()
 
 	delays, err := parseMethodDelays(*methodDelay)
@@ -46,6 +50,7 @@ func main() {
 
 	model := simulator.VPX()
 	model.DelayConfig.MethodDelay = delays
+	model.Datastore = *datastores
 	if err := model.Create(); err != nil {
 		log.Fatalf("creating the VPX model: %v", err)
 	}
@@ -78,6 +83,9 @@ func main() {
 	if err != nil {
 		log.Fatalf("in-process client: %v", err)
 	}
+	if err := addInventory(context.Background(), client, vmFolders, pools); err != nil {
+		log.Fatalf("extra inventory: %v", err)
+	}
 
 	control := &controlServer{svc: svc, gate: gate, client: client}
 	controlListener, err := net.Listen("tcp", *controlListen)
@@ -108,6 +116,12 @@ func main() {
 	}
 	gate.clear() // releases hung calls so Close does not wait for them
 }
+
+// listFlag collects a repeated string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func parseMethodDelays(spec string) (map[string]int, error) {
 	delays := map[string]int{}
