@@ -5,3 +5,4 @@ export * from './simulator/simulator.driver';
 export * from './proxmox';
 export * from './rfb';
 export * from './libvirt';
+export * from './vsphere';
