@@ -7,3 +7,5 @@ export {
 } from './vsphere-config';
 export { DEFAULT_VSPHERE_TIMING, type VsphereTiming } from './vsphere-cluster';
 export { VsphereFaultError } from './vsphere-faults';
+export { writeExtraConfig } from './vsphere-extra-config';
+export { VsphereClient, type VsphereCredentials } from './vsphere-client';

@@ -28,7 +28,8 @@ import { findOrClone } from './vsphere-create';
 import { faultType } from './vsphere-faults';
 import { allVms } from './vsphere-inventory';
 import { ensureRunning, gracefulStop, hardStop, rebootOrReset } from './vsphere-power';
-import { optionValues, tagOptions } from './vsphere-tags';
+import { writeExtraConfig } from './vsphere-extra-config';
+import { tagOptions } from './vsphere-tags';
 import { runTask } from './vsphere-tasks';
 import { HCP_ID_KEY, describe, findVm, reread, requireVm } from './vsphere-vm';
 
@@ -178,15 +179,7 @@ export class VsphereDriver implements ProviderDriver {
       this.begin(ctx, 'tags');
       const vm = await requireVm(this.cluster, hcpId, ctx);
       const changes = tagOptions(vm.extra, tags);
-      if (Object.keys(changes).length === 0) return;
-      await runTask(
-        this.client,
-        'ReconfigVM_Task',
-        vm.ref,
-        { spec: { extraConfig: optionValues(changes) } },
-        this.cluster.timing,
-        ctx,
-      );
+      await writeExtraConfig(this.client, vm.ref.value, changes, ctx, this.cluster.timing);
     });
   }
 
