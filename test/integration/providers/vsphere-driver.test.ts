@@ -68,6 +68,34 @@ describeWithVcsim('vSphere driver (vcsim)', () => {
     await driver.deleteVm(spec.hcp_id, op());
   });
 
+  it('makes one VM from two processes cloning the same HCP id at once: the second clone meets DuplicateName and adopts', async () => {
+    const second = new VsphereDriver(vsphereOptions(sim));
+    others.push(second);
+    const spec = vsphereSpec({ power_on: false });
+    const clones = await countCalls('CloneVM_Task');
+    // Both look the VM up before either clone runs.
+    await sim.setDelay('CloneVM_Task', 500);
+    const [a, b] = await Promise.all([driver.createVm(spec, op()), second.createVm(spec, op())]);
+    expect(await countCalls('CloneVM_Task')).toBe(clones + 2);
+    expect(a.provider_ref).toEqual(b.provider_ref);
+    expect(await vmsOf(spec.hcp_id)).toHaveLength(1);
+    await driver.deleteVm(spec.hcp_id, op());
+  });
+
+  it('resets a guest without tools on a graceful reboot and powers it off on a graceful stop', async () => {
+    const spec = vsphereSpec();
+    await driver.createVm(spec, op());
+    const resets = await countCalls('ResetVM_Task');
+    await sim.injectFault('RebootGuest', 'ToolsUnavailable', 1);
+    expect((await driver.rebootVm(spec.hcp_id, false, op())).power_state).toBe('running');
+    expect(await countCalls('ResetVM_Task')).toBe(resets + 1);
+    const powerOffs = await countCalls('PowerOffVM_Task');
+    await sim.injectFault('ShutdownGuest', 'ToolsUnavailable', 1);
+    expect((await driver.stopVm(spec.hcp_id, false, op())).power_state).toBe('stopped');
+    expect(await countCalls('PowerOffVM_Task')).toBe(powerOffs + 1);
+    await driver.deleteVm(spec.hcp_id, op());
+  });
+
   it('refuses with CONFLICT to adopt a VM of its name that carries another HCP id, and leaves it alone', async () => {
     const spec = vsphereSpec({ power_on: false });
     const made = await driver.createVm(spec, op());
