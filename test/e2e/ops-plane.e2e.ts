@@ -53,9 +53,9 @@ describe('ops plane', () => {
 
   it('refuses provider types without a driver in this release', async () => {
     const res = await infra.post('/v1/ops/providers', {
-      name: 'vc',
-      type: 'vsphere',
-      endpoint: 'https://vcenter.example.test',
+      name: 'hv',
+      type: 'hyperv',
+      endpoint: 'https://hyperv.example.test',
     });
     expect([res.status, res.body.error.code]).toEqual([422, 'FEATURE_NOT_SUPPORTED']);
   });

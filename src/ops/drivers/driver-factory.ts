@@ -6,6 +6,7 @@ import {
   SimulatorFaults,
   SimulatorState,
   simulatorLatency,
+  VsphereDriver,
 } from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
 import type { DriverPlugins, DriverTarget } from './driver-plugins';
@@ -22,7 +23,7 @@ export class DriverFactory {
     private readonly plugins?: DriverPlugins,
   ) {}
 
-  static readonly SUPPORTED: readonly ProviderType[] = ['simulator', 'proxmox'];
+  static readonly SUPPORTED: readonly ProviderType[] = ['simulator', 'proxmox', 'vsphere'];
 
   supports(type: ProviderType): boolean {
     return DriverFactory.SUPPORTED.includes(type) || this.plugins?.builderFor(type) !== undefined;
@@ -54,6 +55,17 @@ export class DriverFactory {
           credentials: target.credentials ?? {},
           tls: provider.tls,
           // Provider settings first, then the cluster's placement hints (nodes, storage, pool, bridge).
+          settings: [provider.settings, target.cluster?.placement_hints],
+          provider_id: target.providerId,
+          cluster_id: target.clusterId,
+        });
+      case 'vsphere':
+        return new VsphereDriver({
+          endpoint: provider.endpoint ?? '',
+          credentials: target.credentials ?? {},
+          tls: provider.tls,
+          // Provider settings first, then the cluster's placement hints (datacenter, cluster or resource
+          // pool, folder, datastore).
           settings: [provider.settings, target.cluster?.placement_hints],
           provider_id: target.providerId,
           cluster_id: target.clusterId,
