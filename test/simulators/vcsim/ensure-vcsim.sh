@@ -2,7 +2,8 @@
 # Builds the test vcsim (this directory's Go main over govmomi's simulator engine) unless the cache
 # already holds the build for these exact inputs, and prints the binary's path as its last line.
 # Keyed by go.sum (the pinned govmomi) and the main's own sources, so a change to either rebuilds and
-# a second run reuses. Safe to run twice and concurrently (flock). Needs Go; the first build fetches the
+# a second run reuses. Safe to run twice and concurrently (flock). No VCS stamping: a checkout owned by
+# another user would make Go refuse to build. Needs Go; the first build fetches the
 # pinned modules through the Go proxy unless they are in the module cache.
 # env: HCP_VCSIM_CACHE (default /var/cache/hcp-vcsim when writable, else ~/.cache/hcp-vcsim)
 set -euo pipefail
@@ -22,7 +23,7 @@ if [[ ! -x "$BIN" ]]; then
   flock 9
   if [[ ! -x "$BIN" ]]; then
     mkdir -p "$CACHE/$KEY"
-    (cd "$HERE" && go build -trimpath -o "$BIN.part" .) >&2
+    (cd "$HERE" && go build -trimpath -buildvcs=false -o "$BIN.part" .) >&2
     mv "$BIN.part" "$BIN"
   fi
 fi
