@@ -53,6 +53,18 @@ describeWithVcsim('vSphere driver (vcsim)', () => {
     expect(await countCalls('Login')).toBe(before + 1);
   });
 
+  it('refuses settings naming a cluster vCenter does not have with INVALID_REQUEST on that setting', async () => {
+    const misplaced = new VsphereDriver(
+      vsphereOptions(sim, { settings: [{ datacenter: 'DC0', cluster: 'NO_SUCH_CLUSTER' }] }),
+    );
+    others.push(misplaced);
+    const err = await caught(misplaced.checkConnectivity(op()));
+    expect(err.code).toBe('INVALID_REQUEST');
+    expect(err.details).toEqual({ fields: [expect.objectContaining({ field: 'settings.cluster' })] });
+    const create = await caught(misplaced.createVm(vsphereSpec(), op()));
+    expect([create.code, create.retryable]).toEqual(['PROVIDER_UNAVAILABLE', false]);
+  });
+
   it('makes one VM when the answer to a clone is lost: the retry adopts the clone named after the HCP id', async () => {
     const spec = vsphereSpec({ power_on: false });
     await sim.hang('CloneVM_Task', 1);

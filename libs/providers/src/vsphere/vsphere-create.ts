@@ -207,6 +207,26 @@ async function resolveSettings(cluster: VsphereCluster, settings: VsphereSetting
   return { folder, pool, datastore };
 }
 
+/**
+ * Whether the datacenter, folder, pool (or cluster) and datastore of the settings exist: INVALID_REQUEST
+ * naming the setting when one does not (what ops see when they register or change the provider).
+ */
+export async function checkPlacement(
+  cluster: VsphereCluster,
+  settings: VsphereSettings,
+  ctx: CallContext,
+): Promise<void> {
+  try {
+    await resolveSettings(cluster, settings, ctx);
+  } catch (err) {
+    const provider = (err as HcpError).details?.provider as { setting?: string; message?: string } | undefined;
+    if (!(err instanceof HcpError) || !provider?.setting) throw err;
+    throw new HcpError('INVALID_REQUEST', `the vSphere ${provider.setting} of the settings does not exist`, {
+      fields: [{ field: `settings.${provider.setting}`, problems: [provider.message ?? 'not found'] }],
+    });
+  }
+}
+
 /** The provider's settings name something vCenter does not have: an operator must fix them. */
 function misconfigured(field: string, what: string): HcpError {
   return new HcpError(

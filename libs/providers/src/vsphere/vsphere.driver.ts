@@ -24,7 +24,7 @@ import {
   type VsphereSettings,
   type VsphereTls,
 } from './vsphere-config';
-import { findOrClone } from './vsphere-create';
+import { checkPlacement, findOrClone } from './vsphere-create';
 import { faultType } from './vsphere-faults';
 import { allVms } from './vsphere-inventory';
 import { ensureRunning, gracefulStop, hardStop, rebootOrReset } from './vsphere-power';
@@ -183,10 +183,14 @@ export class VsphereDriver implements ProviderDriver {
     });
   }
 
-  /** Logs in with the configured endpoint, TLS trust and credentials and reads vCenter's clock. */
+  /**
+   * Logs in with the configured endpoint, TLS trust and credentials, reads vCenter's clock, and checks
+   * that the datacenter, folder, pool or cluster and datastore of the settings exist.
+   */
   async checkConnectivity(ctx: CallContext): Promise<void> {
     this.begin(ctx, 'connectivity');
     await this.client.currentTime(ctx);
+    await checkPlacement(this.cluster, this.settings, ctx);
   }
 
   async openConsole(_hcpId: string, type: ConsoleType, ctx: CallContext): Promise<ProviderConsole> {
