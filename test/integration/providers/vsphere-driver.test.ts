@@ -4,7 +4,7 @@
  * by their kind, TLS trust by pinned thumbprint, and guest addresses from VMware Tools' guest.net.
  */
 import { randomUUID } from 'node:crypto';
-import { VsphereDriver, writeExtraConfig } from '@hcp/providers';
+import { DEFAULT_TASK_TIMING, VsphereDriver, moref, morefOf, runTask, writeExtraConfig } from '@hcp/providers';
 import { describeWithVcsim, startVcsim, type Vcsim } from '../../support/vcsim';
 import { caught, ctx } from './driver-contract';
 import { vsphereOptions, vsphereSpec } from './vsphere-driver-fixtures';
@@ -65,19 +65,63 @@ describeWithVcsim('vSphere driver (vcsim)', () => {
     expect([create.code, create.retryable]).toEqual(['PROVIDER_UNAVAILABLE', false]);
   });
 
-  it('makes one VM when the answer to a clone is lost: the retry adopts the clone named after the HCP id', async () => {
+  /**
+   * What an earlier attempt sent before its answer was lost: vCenter cloned, HCP never heard. (vcsim
+   * drops a clone spec's config, so the clone carries no HCP keys: only its name says whose it is.)
+   */
+  async function cloneWithLostAnswer(hcpId: string): Promise<void> {
+    const c = op();
+    const { searchIndex } = await driver.client.serviceContent(c);
+    const find = async (inventoryPath: string) =>
+      morefOf((await driver.client.call('FindByInventoryPath', searchIndex, { inventoryPath }, c)) as never);
+    const template = (await sim.inventory()).find((v) => v.name === 'DC0_H0_VM0')!;
+    await runTask(
+      driver.client,
+      'CloneVM_Task',
+      moref('VirtualMachine', template.moref),
+      {
+        folder: await find('DC0/vm'),
+        name: `hcp-${hcpId}`,
+        spec: { location: { pool: await find('DC0/host/DC0_C0/Resources') }, template: false, powerOn: false },
+      },
+      DEFAULT_TASK_TIMING,
+      c,
+    );
+  }
+
+  const named = async (hcpId: string) => (await sim.inventory()).filter((v) => v.name === `hcp-${hcpId}`);
+
+  it('adopts the clone of an earlier attempt whose answer was lost, making no second VM', async () => {
     const spec = vsphereSpec({ power_on: false });
-    await sim.hang('CloneVM_Task', 1);
-    const lost = await caught(driver.createVm(spec, ctx(1500)));
-    expect(lost.code).toBe('PROVIDER_TIMEOUT');
-    // The held clone is served now, as vCenter goes on with a clone whose caller has gone.
-    await sim.clearFaults();
+    await cloneWithLostAnswer(spec.hcp_id);
+    const clones = await countCalls('CloneVM_Task');
     const vm = await driver.createVm(spec, op());
     expect(vm.power_state).toBe('stopped');
-    const clones = (await sim.inventory()).filter((v) => v.name === `hcp-${spec.hcp_id}`);
-    expect(clones).toHaveLength(1);
-    expect(clones[0]).toMatchObject({ num_cpu: 2, memory_mb: 2048, extra_config: { 'hcp.id': spec.hcp_id } });
+    expect(await countCalls('CloneVM_Task')).toBe(clones);
+    const vms = await named(spec.hcp_id);
+    expect(vms).toHaveLength(1);
+    expect(vms[0]).toMatchObject({ num_cpu: 2, memory_mb: 2048, extra_config: { 'hcp.id': spec.hcp_id } });
     await driver.deleteVm(spec.hcp_id, op());
+  });
+
+  it('deletes the clone of a create whose answer was lost, though it never got its HCP keys', async () => {
+    const spec = vsphereSpec({ power_on: false });
+    await cloneWithLostAnswer(spec.hcp_id);
+    expect(await named(spec.hcp_id)).toHaveLength(1);
+    await driver.deleteVm(spec.hcp_id, op());
+    expect(await named(spec.hcp_id)).toEqual([]);
+  });
+
+  it('ends a create whose clone call gets no answer with PROVIDER_TIMEOUT, and its retry makes one VM', async () => {
+    const spec = vsphereSpec({ power_on: false });
+    await sim.hang('CloneVM_Task', 1);
+    expect((await caught(driver.createVm(spec, ctx(1500)))).code).toBe('PROVIDER_TIMEOUT');
+    // Released, the held clone may still run (vcsim serves it when it has not noticed the client left).
+    await sim.clearFaults();
+    await driver.createVm(spec, op());
+    expect(await named(spec.hcp_id)).toHaveLength(1);
+    await driver.deleteVm(spec.hcp_id, op());
+    expect(await named(spec.hcp_id)).toEqual([]);
   });
 
   it('makes one VM from two processes cloning the same HCP id at once: the second clone meets DuplicateName and adopts', async () => {

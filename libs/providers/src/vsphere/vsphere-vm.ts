@@ -20,6 +20,23 @@ export async function findVm(cluster: VsphereCluster, hcpId: string, ctx: CallCo
   return vms.find((vm) => !vm.template && vm.extra[HCP_ID_KEY] === hcpId);
 }
 
+/**
+ * The VM of this HCP id for a delete: also a clone named after it that never got its HCP keys (a
+ * create whose clone answer was lost, on a vCenter that had not applied the clone's config yet).
+ */
+export async function findVmToDelete(
+  cluster: VsphereCluster,
+  hcpId: string,
+  ctx: CallContext,
+): Promise<VmRecord | undefined> {
+  const vms = (await allVms(cluster.client, ctx)).filter((vm) => !vm.template);
+  const name = vmNameOf(hcpId);
+  return (
+    vms.find((vm) => vm.extra[HCP_ID_KEY] === hcpId) ??
+    vms.find((vm) => vm.name === name && vm.extra[HCP_ID_KEY] === undefined)
+  );
+}
+
 export async function requireVm(cluster: VsphereCluster, hcpId: string, ctx: CallContext): Promise<VmRecord> {
   const vm = await findVm(cluster, hcpId, ctx);
   if (!vm) throw notFound(`VM ${hcpId}`);

@@ -31,7 +31,7 @@ import { ensureRunning, gracefulStop, hardStop, rebootOrReset } from './vsphere-
 import { writeExtraConfig } from './vsphere-extra-config';
 import { tagOptions } from './vsphere-tags';
 import { runTask } from './vsphere-tasks';
-import { HCP_ID_KEY, describe, findVm, reread, requireVm } from './vsphere-vm';
+import { HCP_ID_KEY, describe, findVm, findVmToDelete, reread, requireVm } from './vsphere-vm';
 
 export interface VsphereDriverOptions {
   /** `https://vcenter.example.org/sdk`. */
@@ -141,7 +141,7 @@ export class VsphereDriver implements ProviderDriver {
   deleteVm(hcpId: string, ctx: CallContext): Promise<void> {
     return this.serial(hcpId, async () => {
       this.begin(ctx, 'delete');
-      const vm = await findVm(this.cluster, hcpId, ctx);
+      const vm = await findVmToDelete(this.cluster, hcpId, ctx);
       if (!vm) return;
       try {
         await hardStop(this.cluster, vm, ctx);
