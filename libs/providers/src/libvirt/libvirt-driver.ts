@@ -4,6 +4,7 @@
  * The steps live beside it: libvirt-domain.ts (finding and describing a VM by HCP id),
  * libvirt-create.ts, libvirt-power.ts, libvirt-console.ts, libvirt-host.ts, domain-xml.ts, virsh.ts.
  */
+import { PerKeyQueue } from '../common/per-key-queue';
 import { HcpError, notFound } from '@hcp/domain';
 import type { ConsoleEndpoint, HostCapacity } from '@hcp/host-protocol';
 import type {
@@ -68,7 +69,8 @@ export class LibvirtDriver implements ProviderDriver {
   readonly type = 'libvirt';
   private readonly host: LibvirtHost;
   /** Calls for one HCP id run one after another within this process (the agent is one per host). */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Calls for one HCP id run one after another in this process. */
+  private readonly perVm = new PerKeyQueue();
 
   constructor(options: LibvirtDriverOptions) {
     this.host = {
@@ -87,7 +89,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   createVm(spec: CreateVmSpec, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(spec.hcp_id, async () => {
+    return this.perVm.run(spec.hcp_id, async () => {
       checkCall(ctx, 'create');
       checkSpec(spec);
       const domain = await ensureDomain(this.host, spec, ctx);
@@ -97,7 +99,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   startVm(hcpId: string, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       checkCall(ctx, 'start');
       const domain = await requireDomain(this.host, hcpId, ctx);
       await this.gone(() => start(this.host, domain.name, ctx));
@@ -106,7 +108,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   stopVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       checkCall(ctx, 'stop');
       const domain = await requireDomain(this.host, hcpId, ctx);
       await this.gone(() => stop(this.host, domain.name, force, ctx));
@@ -115,7 +117,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   rebootVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       checkCall(ctx, 'reboot');
       const domain = await requireDomain(this.host, hcpId, ctx);
       await this.gone(() => reboot(this.host, domain.name, force, ctx));
@@ -124,7 +126,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   deleteVm(hcpId: string, ctx: CallContext): Promise<void> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       checkCall(ctx, 'delete');
       if (!isHcpId(hcpId)) return;
       const domain = await readDomain(this.host, hcpId, ctx);
@@ -145,7 +147,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       checkCall(ctx, 'describe');
       const domain = await readDomain(this.host, hcpId, ctx);
       if (!domain) return null;
@@ -180,7 +182,7 @@ export class LibvirtDriver implements ProviderDriver {
   }
 
   updateTags(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       checkCall(ctx, 'update_tags');
       const domain = await requireDomain(this.host, hcpId, ctx);
       const meta = { ...domain.metadata!, tags: { ...tags } };
@@ -238,16 +240,5 @@ export class LibvirtDriver implements ProviderDriver {
       if (isDomainMissing(err)) throw notFound('VM');
       throw err;
     }
-  }
-
-  private serial<T>(hcpId: string, run: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(hcpId) ?? Promise.resolve();
-    const next = previous.then(run, run);
-    const settled = next.catch(() => undefined);
-    this.queues.set(hcpId, settled);
-    void settled.then(() => {
-      if (this.queues.get(hcpId) === settled) this.queues.delete(hcpId);
-    });
-    return next;
   }
 }

@@ -5,6 +5,7 @@
  * proxmox-list.ts (every HCP VM of the cluster), proxmox-console.ts, proxmox-tasks.ts (tasks, locks, deadlines), proxmox-translate.ts (HCP shapes
  * to Proxmox parameters and back) and proxmox-client.ts (HTTP, auth, TLS).
  */
+import { PerKeyQueue } from '../common/per-key-queue';
 import { HcpError, conflict, notFound } from '@hcp/domain';
 import type {
   CallContext,
@@ -75,7 +76,8 @@ export class ProxmoxDriver implements ProviderDriver {
   readonly settings: ProxmoxSettings;
   private readonly cluster: ProxmoxCluster;
   /** Calls for one HCP id run one after another within this process. */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Calls for one HCP id run one after another in this process. */
+  private readonly perVm = new PerKeyQueue();
 
   constructor(options: ProxmoxDriverOptions) {
     const endpoint = parseProxmoxEndpoint(
@@ -108,7 +110,7 @@ export class ProxmoxDriver implements ProviderDriver {
   }
 
   createVm(spec: CreateVmSpec, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(spec.hcp_id, async () => {
+    return this.perVm.run(spec.hcp_id, async () => {
       this.begin(ctx, 'create');
       checkSpec(spec);
       const settings = spec.placement_hints ? parseProxmoxSettings(this.settings, spec.placement_hints) : this.settings;
@@ -127,7 +129,7 @@ export class ProxmoxDriver implements ProviderDriver {
   }
 
   startVm(hcpId: string, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'start');
       const loc = await requireVm(this.cluster, hcpId, ctx);
       refuseWhileCreating(hcpId, loc);
@@ -140,7 +142,7 @@ export class ProxmoxDriver implements ProviderDriver {
   }
 
   stopVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'stop');
       const loc = await requireVm(this.cluster, hcpId, ctx);
       refuseWhileCreating(hcpId, loc);
@@ -154,7 +156,7 @@ export class ProxmoxDriver implements ProviderDriver {
   }
 
   rebootVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'reboot');
       const loc = await requireVm(this.cluster, hcpId, ctx);
       refuseWhileCreating(hcpId, loc);
@@ -166,7 +168,7 @@ export class ProxmoxDriver implements ProviderDriver {
   }
 
   deleteVm(hcpId: string, ctx: CallContext): Promise<void> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'delete');
       const loc = (await locateVm(this.cluster, hcpId, ctx)) ?? (await startedCloneToDelete(this.cluster, hcpId, ctx));
       if (!loc) return;
@@ -176,7 +178,7 @@ export class ProxmoxDriver implements ProviderDriver {
   }
 
   describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'describe');
       const loc = await locateVm(this.cluster, hcpId, ctx);
       if (!loc) return null;
@@ -200,7 +202,7 @@ export class ProxmoxDriver implements ProviderDriver {
    * token each, for people in the Proxmox UI); `hcp`, `hcp-id-<id>` and tags others set are kept.
    */
   updateTags(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'tags');
       const loc = await requireVm(this.cluster, hcpId, ctx);
       refuseWhileCreating(hcpId, loc);
@@ -260,18 +262,6 @@ export class ProxmoxDriver implements ProviderDriver {
         reason: 'deadline',
       });
     }
-  }
-
-  /** Runs calls for one HCP id one after another in this process (a second create waits and finds the first's VM). */
-  private serial<T>(hcpId: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(hcpId) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.queues.set(hcpId, tail);
-    void tail.then(() => {
-      if (this.queues.get(hcpId) === tail) this.queues.delete(hcpId);
-    });
-    return run;
   }
 }
 

@@ -4,6 +4,7 @@
  * This class holds the use cases; their steps live beside it by concern: vsphere-vm.ts (finding a
  * VM by HCP id), vsphere-create.ts, vsphere-power.ts, vsphere-tasks.ts, vsphere-tags.ts.
  */
+import { PerKeyQueue } from '../common/per-key-queue';
 import { HcpError } from '@hcp/domain';
 import type {
   CallContext,
@@ -67,7 +68,8 @@ export class VsphereDriver implements ProviderDriver {
   readonly settings: VsphereSettings;
   private readonly cluster: VsphereCluster;
   /** Calls for one HCP id run one after another within this process. */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Calls for one HCP id run one after another in this process. */
+  private readonly perVm = new PerKeyQueue();
 
   constructor(options: VsphereDriverOptions) {
     const endpoint = parseVsphereEndpoint(
@@ -96,7 +98,7 @@ export class VsphereDriver implements ProviderDriver {
   }
 
   createVm(spec: CreateVmSpec, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(spec.hcp_id, async () => {
+    return this.perVm.run(spec.hcp_id, async () => {
       this.begin(ctx, 'create');
       const settings = spec.placement_hints ? parseVsphereSettings(this.settings, spec.placement_hints) : this.settings;
       let vm = await findOrClone(this.cluster, spec, settings, ctx);
@@ -109,7 +111,7 @@ export class VsphereDriver implements ProviderDriver {
   }
 
   startVm(hcpId: string, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'start');
       const vm = await requireVm(this.cluster, hcpId, ctx);
       if (vm.power === 'poweredOn') return describe(this.cluster, hcpId, vm);
@@ -119,7 +121,7 @@ export class VsphereDriver implements ProviderDriver {
   }
 
   stopVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'stop');
       const vm = await requireVm(this.cluster, hcpId, ctx);
       if (vm.power === 'poweredOff') return describe(this.cluster, hcpId, vm);
@@ -130,7 +132,7 @@ export class VsphereDriver implements ProviderDriver {
   }
 
   rebootVm(hcpId: string, force: boolean, ctx: CallContext): Promise<VmDescription> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'reboot');
       const vm = await requireVm(this.cluster, hcpId, ctx);
       await rebootOrReset(this.cluster, hcpId, vm, force, ctx);
@@ -139,7 +141,7 @@ export class VsphereDriver implements ProviderDriver {
   }
 
   deleteVm(hcpId: string, ctx: CallContext): Promise<void> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'delete');
       const vm = await findVmToDelete(this.cluster, hcpId, ctx);
       if (!vm) return;
@@ -155,7 +157,7 @@ export class VsphereDriver implements ProviderDriver {
   }
 
   describeVm(hcpId: string, ctx: CallContext): Promise<VmDescription | null> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'describe');
       const vm = await findVm(this.cluster, hcpId, ctx);
       return vm ? describe(this.cluster, hcpId, vm) : null;
@@ -175,7 +177,7 @@ export class VsphereDriver implements ProviderDriver {
 
   /** The tenant's tags into extraConfig (`hcp.tag.*`) with one ReconfigVM_Task; nothing when they are there already. */
   updateTags(hcpId: string, tags: Record<string, string>, ctx: CallContext): Promise<void> {
-    return this.serial(hcpId, async () => {
+    return this.perVm.run(hcpId, async () => {
       this.begin(ctx, 'tags');
       const vm = await requireVm(this.cluster, hcpId, ctx);
       const changes = tagOptions(vm.extra, tags);
@@ -214,16 +216,5 @@ export class VsphereDriver implements ProviderDriver {
         reason: 'deadline',
       });
     }
-  }
-
-  private serial<T>(hcpId: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(hcpId) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.queues.set(hcpId, tail);
-    void tail.then(() => {
-      if (this.queues.get(hcpId) === tail) this.queues.delete(hcpId);
-    });
-    return run;
   }
 }
