@@ -11,6 +11,7 @@ import { HostAgentDriver } from '../../../src/hosts/calls/host-agent.driver';
 import { HostCallQueue } from '../../../src/hosts/calls/host-call-queue';
 import { HostPlacements } from '../../../src/hosts/calls/host-placements';
 import { type MigratedDatabase, migratedTestDatabase } from '../../support/migrated-database';
+import { caught } from '../providers/driver-contract';
 
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 const LEASE_MS = 400;
@@ -91,16 +92,6 @@ async function claimOne(hostId: string, ms = 3_000): Promise<ClaimedHostCall> {
     if (Date.now() > until) throw new Error(`no call for host ${hostId} within ${ms} ms`);
     await calls.waitForChange(`host:${hostId}`, 50);
   }
-}
-
-async function caught(promise: Promise<unknown>): Promise<HcpError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof HcpError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
 }
 
 describe('HostAgentDriver over host calls', () => {

@@ -142,15 +142,8 @@ export function faultType(err: unknown): string | undefined {
   return err instanceof VsphereFaultError ? err.fault.type : undefined;
 }
 
-export function timeoutError(operation: string, why: 'deadline' | 'aborted' | 'request-timeout'): HcpError {
-  const text =
-    why === 'aborted'
-      ? 'the call to the provider was aborted'
-      : why === 'deadline'
-        ? 'the provider did not answer before the deadline'
-        : 'the provider did not answer in time';
-  return new HcpError('PROVIDER_TIMEOUT', text, { reason: why, provider: { operation } });
-}
+/** A deadline, abort or request timeout reads the same for every provider: Proxmox's words. */
+export { timeoutError } from '../proxmox/proxmox-errors';
 
 /** A provider answer HCP cannot read (not SOAP, a missing field): the provider misbehaves. */
 export function badAnswer(what: string, operation = ''): HcpError {
