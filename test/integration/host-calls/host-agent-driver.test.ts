@@ -4,7 +4,7 @@
  * HTTP and on real libvirt, is proven end to end in test/e2e/libvirt-agent.e2e.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { HcpError, NO_CAPABILITIES } from '@hcp/domain';
+import { NO_CAPABILITIES } from '@hcp/domain';
 import type { ClaimedHostCall, HostCallOutcome } from '@hcp/host-protocol';
 import type { CallContext, CreateVmSpec } from '@hcp/providers';
 import { HostAgentDriver } from '../../../src/hosts/calls/host-agent.driver';
