@@ -40,7 +40,11 @@ export class HcpFleet {
   ) {}
 
   async start(count: number): Promise<void> {
-    for (let i = 0; i < count; i++) this.slots.push(new HcpSlot(i, await freePort(), this));
+    // A port freePort found free may be offered again at once (it was closed): each slot needs its own,
+    // or two instances fight over one port at every restart.
+    const ports = new Set<number>();
+    while (ports.size < count) ports.add(await freePort());
+    for (const port of ports) this.slots.push(new HcpSlot(this.slots.length, port, this));
     // The first one migrates and creates the keyring alone; the others then only read them.
     await this.slots[0]?.start();
     await Promise.all(this.slots.slice(1).map((slot) => slot.start()));
