@@ -6,6 +6,7 @@ import { initCluster, loadOrCreateCredentials } from './data-folder';
 import { takeOverLeftover } from './leftover';
 import { isValidPort, launchOnFreePort, portOfDataFolder } from './port';
 import { launch, shutdown } from './server-process';
+import { withStartLock } from './start-lock';
 import { ServerSupervisor } from './supervisor';
 import { defaultLogger, EmbeddedPostgresLogger, exists } from './support';
 
@@ -75,11 +76,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   if (!clusterExists) await initCluster(ctx);
 
-  let pid = await takeOverLeftover(ctx);
-  const reused = pid !== undefined;
-  if (pid === undefined) {
-    pid = options.port === undefined ? await launchOnFreePort(ctx) : await launch(ctx);
-  }
+  const { pid, reused } = await withStartLock(dataDir, async () => {
+    const leftover = await takeOverLeftover(ctx);
+    if (leftover !== undefined) return { pid: leftover, reused: true };
+    return { pid: options.port === undefined ? await launchOnFreePort(ctx) : await launch(ctx), reused: false };
+  });
   try {
     await ensureDatabase(ctx);
   } catch (error) {

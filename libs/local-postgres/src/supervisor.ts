@@ -1,8 +1,9 @@
 import { Context } from './context';
 import { takeOverLeftover } from './leftover';
-import { identify, readPidFile } from './process-identity';
+import { identify } from './process-identity';
 import { launch } from './server-process';
-import { errorText, POLL_MS } from './support';
+import { withStartLock } from './start-lock';
+import { errorText } from './support';
 
 /** How often the server's pid is checked; a check reads three small /proc files. */
 const WATCH_INTERVAL_MS = 1000;
@@ -11,8 +12,6 @@ const FIRST_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 30_000;
 /** A server up this long after a restart counts as recovered: its next death is restarted at once. */
 const STABLE_AFTER_MS = 60_000;
-/** As long as our own launch waits for a server in crash recovery. */
-const OTHER_RESTART_TIMEOUT_MS = 120_000;
 
 /**
  * Keeps the server of one data folder running: when its postmaster dies (killed, crashed, OOM), not
@@ -83,20 +82,11 @@ export class ServerSupervisor {
   }
 
   /**
-   * Another process on this data folder (a second HCP) may be restarting the same server: wait for its
-   * server to be ready and take it over, rather than shut down a server still in crash recovery.
+   * Another process on this data folder (a second HCP) may be restarting the same server: the start
+   * lock makes us wait for its launch, and then take its server over rather than start a second one.
    */
-  private async restart(): Promise<number> {
-    const deadline = Date.now() + OTHER_RESTART_TIMEOUT_MS;
-    for (;;) {
-      const info = await readPidFile(this.ctx.pgdata);
-      const other = info?.pid !== undefined && info.pid !== this.pid ? info.pid : undefined;
-      const starting =
-        other !== undefined && info?.status !== 'ready' && (await identify(other, this.ctx.pgdata)) === 'ours';
-      if (!starting || this.stopped || Date.now() > deadline) break;
-      await this.pause(POLL_MS);
-    }
-    return (await takeOverLeftover(this.ctx)) ?? (await launch(this.ctx));
+  private restart(): Promise<number> {
+    return withStartLock(this.ctx.dataDir, async () => (await takeOverLeftover(this.ctx)) ?? (await launch(this.ctx)));
   }
 
   /** A sleep that stop() cuts short, and that never keeps the process alive on its own. */
