@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { loadMessagingConfig, MESSAGING_CONFIG_VARIABLES, MessagingConfig } from '@hcp/messaging';
 import { SECRETS_CONFIG_VARIABLES } from '@hcp/secrets';
@@ -23,6 +24,10 @@ export interface HcpConfig {
   /** Unset: events live in PostgreSQL beside the read models. */
   eventStoreConnectionString: string | null;
   roles: HcpRole[];
+  /** API processes `npm start` runs when HCP_ROLES is not set; 0: one process with every role. */
+  apiProcesses: number;
+  /** Size of each of the process's two database pools. */
+  dbPoolSize: number;
   logLevel: LogLevel;
   auth: {
     mode: AuthMode;
@@ -133,6 +138,17 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     name: 'HCP_ROLES',
     default: 'api,worker,projections',
     description: 'what this process runs: api, worker, projections (comma-separated)',
+  },
+  {
+    name: 'HCP_API_PROCESSES',
+    default: '',
+    description:
+      '`npm start` without HCP_ROLES: API processes sharing PORT (one more runs the worker and projections); empty: one per core, 0: every role in one process',
+  },
+  {
+    name: 'HCP_DB_POOL_SIZE',
+    default: '20',
+    description: 'connections of each of the two database pools of one process (read models, events)',
   },
   { name: 'LOG_LEVEL', default: 'info', description: 'trace, debug, info, warn, error or fatal' },
   {
@@ -413,6 +429,8 @@ export function loadConfig(
     embeddedPostgresPort: raw('HCP_EMBEDDED_PG_PORT') === '' ? undefined : int('HCP_EMBEDDED_PG_PORT', 1024, 65535),
     eventStoreConnectionString: url('EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
     roles: [...new Set(roles)],
+    apiProcesses: raw('HCP_API_PROCESSES') === '' ? availableParallelism() : int('HCP_API_PROCESSES', 0, 256),
+    dbPoolSize: int('HCP_DB_POOL_SIZE', 1, 200),
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS),
     auth: {
       mode: oneOf<AuthMode>('HCP_AUTH_MODE', ['dev', 'jwks']),
