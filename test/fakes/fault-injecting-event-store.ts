@@ -1,4 +1,5 @@
 import {
+  AppendManyOptions,
   AppendResult,
   EventHandler,
   EventStore,
@@ -7,6 +8,7 @@ import {
   NewEvent,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeOptions,
   Subscription,
 } from '@hcp/eventstore';
@@ -42,6 +44,19 @@ export class FaultInjectingEventStore implements EventStore {
     const result = await this.inner.append(streamId, events, expected);
     if (fault) throw fault.error;
     return result;
+  }
+
+  get commitsSqlWrites(): boolean {
+    return this.inner.commitsSqlWrites;
+  }
+
+  /** A fault on any of the streams strikes the whole appendMany, before or after it was written. */
+  async appendMany(appends: StreamAppend[], options?: AppendManyOptions): Promise<AppendResult[]> {
+    const fault = this.appendFaults.find((f) => appends.some((a) => a.streamId.startsWith(f.prefix)));
+    if (fault?.timing === 'before_write') throw fault.error;
+    const results = await this.inner.appendMany(appends, options);
+    if (fault) throw fault.error;
+    return results;
   }
 
   async readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {

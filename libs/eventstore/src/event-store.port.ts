@@ -47,6 +47,32 @@ export interface AppendResult {
   position: bigint;
 }
 
+/** One stream's part of an appendMany. */
+export interface StreamAppend {
+  streamId: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+}
+
+/**
+ * A write of the caller's own tables, committed with the events by a store that keeps them in the same
+ * database (see `EventStore.commitsSqlWrites`). `params` are bound to `$1`, `$2`, ... of `sql`; the store
+ * decides how (it may inline them as escaped literals to save a round trip), so they are text or null.
+ */
+export interface SqlWrite {
+  sql: string;
+  params: ReadonlyArray<string | null>;
+}
+
+export interface AppendManyOptions {
+  /**
+   * Run after the events are inserted, before the commit: they commit or roll back with the events. Only
+   * for a store whose `commitsSqlWrites` is true; any other refuses them (TypeError) rather than run them
+   * outside the transaction.
+   */
+  sqlWrites?: SqlWrite[];
+}
+
 export interface ReadStreamOptions {
   /** First revision to read (inclusive); default 0. */
   fromRevision?: bigint;
@@ -75,6 +101,20 @@ export type EventHandler = (event: RecordedEvent) => Promise<void>;
 export interface EventStore {
   /** Appends atomically; throws WrongExpectedRevisionError when `expected` does not hold. */
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Appends to several streams at once, one result per stream in the given order. Each stream's
+   * expectation is checked as append() does (a WrongExpectedRevisionError names the failing stream), and
+   * a stream whose events are already stored with the same ids where its expectation points is a retry:
+   * its original result comes back and nothing is written twice. A stream may appear once only.
+   *
+   * Atomic where the store has multi-stream transactions (PostgreSQL, in-memory): all or nothing, and a
+   * failed expectation writes nothing. EventStoreDB has none: it appends stream by stream in the given
+   * order, so a failure (or crash) part-way leaves the streams before it written; callers order their
+   * streams so that such a prefix is recoverable, and retry with the same event ids to finish it.
+   */
+  appendMany(appends: StreamAppend[], options?: AppendManyOptions): Promise<AppendResult[]>;
+  /** Whether appendMany accepts `sqlWrites`: the events live in the database the caller's tables are in. */
+  readonly commitsSqlWrites: boolean;
   /** Reads a stream in revision order; an absent stream reads as []. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Reads all user events after `fromPosition` in global order, at most `maxCount` (a catch-up page). */

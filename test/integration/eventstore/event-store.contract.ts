@@ -9,6 +9,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '@hcp/eventstore';
+import { describeAppendManyContract } from './append-many.contract';
 
 export interface EventStoreFixture {
   store: EventStore;
@@ -18,6 +19,8 @@ export interface EventStoreFixture {
    * server is still open). Left out by stores whose appends are readable at once.
    */
   allReadable?(): Promise<void>;
+  /** The store has no multi-stream transaction: appendMany writes stream by stream (EventStoreDB). */
+  appendsStreamByStream?: boolean;
   cleanup(): Promise<void>;
 }
 
@@ -119,6 +122,14 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
 
     afterAll(async () => {
       await fixture?.cleanup();
+    });
+
+    describeAppendManyContract({
+      store: () => store,
+      uniquePrefix,
+      get atomic() {
+        return !fixture?.appendsStreamByStream;
+      },
     });
 
     it('appends events and reads them back in order', async () => {

@@ -7,7 +7,7 @@ if (connectionString) {
   // Stream ids are unique per run, so the suite can share a server with anything else.
   describeEventStoreContract('EventStoreDB', async () => {
     const store = new EventStoreDbEventStore({ connectionString });
-    return { store, cleanup: () => store.close() };
+    return { store, appendsStreamByStream: true, cleanup: () => store.close() };
   });
 } else {
   describe.skip('EventStoreDB event store contract (skipped: set EVENTSTORE_CONNECTION_STRING, e.g. esdb://localhost:2113?tls=false)', () => {

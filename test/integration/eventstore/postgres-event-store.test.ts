@@ -236,6 +236,38 @@ describe('PostgresEventStore on PostgreSQL', () => {
     await expect(fixture.store.readStream(`${prefix}b`)).resolves.toEqual([]);
   });
 
+  it('commits the SQL writes of an appendMany with its events, and neither when one of the writes fails', async () => {
+    const prefix = uniquePrefix();
+    const rows = `"${fixture.schema}".caller_rows`;
+    await fixture.pool.query(`CREATE TABLE IF NOT EXISTS ${rows} (id text PRIMARY KEY, note text)`);
+    const write = (id: string, note: string | null) => ({
+      sql: `INSERT INTO ${rows} (id, note) VALUES ($1, $2)`,
+      params: [id, note],
+    });
+
+    await fixture.store.appendMany([{ streamId: `${prefix}a`, events: [newEvent()], expected: 'no_stream' }], {
+      sqlWrites: [write(`${prefix}1`, "it's $2 quoted"), write(`${prefix}2`, null)],
+    });
+    const failed = await fixture.store
+      .appendMany([{ streamId: `${prefix}b`, events: [newEvent()], expected: 'no_stream' }], {
+        sqlWrites: [write(`${prefix}3`, 'x'), write(`${prefix}1`, 'again')],
+      })
+      .catch((err: unknown) => err);
+    const after = await fixture.store.append(`${prefix}c`, [newEvent()], 'no_stream');
+
+    const { rows: stored } = await fixture.pool.query(`SELECT id, note FROM ${rows} WHERE id LIKE $1 ORDER BY id`, [
+      `${prefix}%`,
+    ]);
+    expect(stored).toEqual([
+      { id: `${prefix}1`, note: "it's $2 quoted" },
+      { id: `${prefix}2`, note: null },
+    ]);
+    expect(failed).not.toBeInstanceOf(WrongExpectedRevisionError);
+    expect(failed).toMatchObject({ code: '23505' });
+    expect(await fixture.store.readStream(`${prefix}b`)).toEqual([]);
+    expect(after.nextExpectedRevision).toBe(0n);
+  });
+
   it('keeps appending after a failed append (no lock or connection leaks)', async () => {
     const prefix = uniquePrefix();
     const event = newEvent();

@@ -17,6 +17,7 @@ import {
 import {
   START_POSITION,
   WrongExpectedRevisionError,
+  type AppendManyOptions,
   type AppendResult,
   type EventHandler,
   type EventMetadata,
@@ -25,6 +26,7 @@ import {
   type NewEvent,
   type ReadStreamOptions,
   type RecordedEvent,
+  type StreamAppend,
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
@@ -80,6 +82,28 @@ export class EventStoreDbEventStore implements EventStore {
       this.ownsClient = true;
     }
     this.subscriptionRetryMs = options.subscriptionRetryMs ?? 30_000;
+  }
+
+  readonly commitsSqlWrites = false;
+
+  /**
+   * EventStoreDB has no transaction across streams: the streams are appended one after the other, in the
+   * given order, each with its own expectation and event ids. A failure part-way (a wrong expectation, a
+   * lost connection, a crash) leaves the streams before it written and the rest not. Retrying the same
+   * appendMany with the same event ids finishes it: the server recognises the written streams' events by
+   * their ids and answers their original results, and the rest are appended. A caller that cannot retry
+   * (it crashed) relies on recovery that works from the first streams alone; HCP's create, for instance,
+   * orders quota, VM, job, request record, and the VM job dispatcher derives a missing job from the VM's
+   * event.
+   */
+  async appendMany(appends: StreamAppend[], options: AppendManyOptions = {}): Promise<AppendResult[]> {
+    if (options.sqlWrites?.length) throw new TypeError('the EventStoreDB event store cannot commit SQL writes');
+    if (new Set(appends.map((a) => a.streamId)).size !== appends.length)
+      throw new TypeError('a stream appears twice in one appendMany');
+    for (const { streamId } of appends) assertStreamId(streamId);
+    const results: AppendResult[] = [];
+    for (const { streamId, events, expected } of appends) results.push(await this.append(streamId, events, expected));
+    return results;
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {

@@ -1,4 +1,5 @@
 import {
+  AppendManyOptions,
   AppendResult,
   EventHandler,
   EventStore,
@@ -7,6 +8,7 @@ import {
   ReadStreamOptions,
   RecordedEvent,
   START_POSITION,
+  StreamAppend,
   SubscribeOptions,
   Subscription,
   WrongExpectedRevisionError,
@@ -24,18 +26,46 @@ export class InMemoryEventStore implements EventStore {
   private readonly streams = new Map<string, RecordedEvent[]>();
   private readonly byId = new Map<string, RecordedEvent>();
   private readonly waiting = new Set<() => void>();
+  readonly commitsSqlWrites = false;
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    assertStreamId(streamId);
+    const [result] = await this.appendMany([{ streamId, events, expected }]);
+    return result!;
+  }
+
+  /** Checks every stream first and writes only when all hold: atomic, as nothing else runs in between. */
+  async appendMany(appends: StreamAppend[], options: AppendManyOptions = {}): Promise<AppendResult[]> {
+    if (options.sqlWrites?.length) throw new TypeError('the in-memory event store cannot commit SQL writes');
+    assertDistinctStreams(appends);
+    const planned = appends.map(({ streamId, events, expected }) => {
+      assertStreamId(streamId);
+      const stream = this.streams.get(streamId) ?? [];
+      const actual = stream.length === 0 ? 'no_stream' : BigInt(stream.length - 1);
+      const retried = this.retriedAppend(streamId, events, expected);
+      if (retried) return { retried };
+      if (events.some((e) => this.byId.has(e.id.toLowerCase())) || (expected !== 'any' && expected !== actual)) {
+        throw new WrongExpectedRevisionError(streamId, expected, actual);
+      }
+      return { retried: undefined };
+    });
+    const ids = new Set<string>();
+    for (const { events } of appends)
+      for (const e of events) {
+        const id = e.id.toLowerCase();
+        if (ids.has(id)) throw new TypeError(`event id ${id} appears twice in one append`);
+        ids.add(id);
+      }
+    const results = appends.map(({ streamId, events }, i) => planned[i]!.retried ?? this.write(streamId, events));
+    for (const wake of [...this.waiting]) wake();
+    return results;
+  }
+
+  private write(streamId: string, events: NewEvent[]): AppendResult {
     const stream = this.streams.get(streamId) ?? [];
-    const actual = stream.length === 0 ? 'no_stream' : BigInt(stream.length - 1);
-    const retried = this.retriedAppend(streamId, events, expected);
-    if (retried) return retried;
-    if (events.some((e) => this.byId.has(e.id.toLowerCase())) || (expected !== 'any' && expected !== actual)) {
-      throw new WrongExpectedRevisionError(streamId, expected, actual);
+    if (events.length === 0) {
+      const last = stream.at(-1);
+      return { nextExpectedRevision: last ? last.revision : -1n, position: this.head() };
     }
-    if (events.length === 0)
-      return { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: this.head() };
     const recordedAt = new Date();
     for (const event of events) {
       const recorded: RecordedEvent = {
@@ -53,7 +83,6 @@ export class InMemoryEventStore implements EventStore {
       this.byId.set(recorded.id, recorded);
     }
     this.streams.set(streamId, stream);
-    for (const wake of [...this.waiting]) wake();
     const last = stream.at(-1)!;
     return { nextExpectedRevision: last.revision, position: last.position };
   }
@@ -128,6 +157,11 @@ export class InMemoryEventStore implements EventStore {
     const last = stored.at(-1)!;
     return { nextExpectedRevision: last.revision, position: last.position };
   }
+}
+
+function assertDistinctStreams(appends: StreamAppend[]): void {
+  const streams = new Set(appends.map((a) => a.streamId));
+  if (streams.size !== appends.length) throw new TypeError('a stream appears twice in one appendMany');
 }
 
 const viaJson = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;

@@ -2,6 +2,7 @@ import { escapeLiteral, type Pool, type PoolClient, type QueryResult } from 'pg'
 import {
   START_POSITION,
   WrongExpectedRevisionError,
+  type AppendManyOptions,
   type AppendResult,
   type EventHandler,
   type EventMetadata,
@@ -10,6 +11,8 @@ import {
   type NewEvent,
   type ReadStreamOptions,
   type RecordedEvent,
+  type SqlWrite,
+  type StreamAppend,
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
@@ -69,13 +72,20 @@ interface PageRow extends Omit<EventRow, 'position' | 'data' | 'metadata'> {
   metadata: EventMetadata | null;
 }
 
-interface StreamState {
+interface StreamsState {
   /** No transaction id assigned yet: the ordering argument in append() depends on it. */
   fresh: boolean;
-  revision: string | null;
-  position: string | null;
+  /** The last revision and position of each stream, in the order of the appends. */
+  streams: { revision: string | null; position: string | null }[];
   /** Already stored events that carry one of the ids being appended. */
-  existing: { id: string; stream: string; revision: string; position: string }[];
+  existing: StoredId[];
+}
+
+interface StoredId {
+  id: string;
+  stream: string;
+  revision: string;
+  position: string;
 }
 
 /**
@@ -113,9 +123,21 @@ export class PostgresEventStore implements EventStore {
     this.notifier = new CommitNotifier(this.pool, this.names.channel);
   }
 
+  readonly commitsSqlWrites = true;
+
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    assertStreamId(streamId);
-    assertAppendable(events);
+    const [result] = await this.appendMany([{ streamId, events, expected }]);
+    return result!;
+  }
+
+  /**
+   * One transaction for every stream (and the caller's SQL writes), in two round trips whatever the number
+   * of streams: the stream locks and the state read, then the insert, the writes and the commit.
+   */
+  async appendMany(appends: StreamAppend[], options: AppendManyOptions = {}): Promise<AppendResult[]> {
+    for (const { streamId } of appends) assertStreamId(streamId);
+    assertAppendable(appends);
+    if (appends.length === 0) return [];
     const client = await this.pool.connect();
     // A connection the server drops while it is checked out (restart, failover, pg_terminate_backend)
     // emits 'error' on the client besides failing the running query; the pool listens only to idle
@@ -129,13 +151,18 @@ export class PostgresEventStore implements EventStore {
     const allocation = { locked: false };
     let broken: Error | undefined;
     try {
-      return await this.appendInTransaction(client, allocation, streamId, events, expected);
+      return await this.appendInTransaction(client, allocation, appends, options.sqlWrites ?? []);
     } catch (err) {
       broken = await this.abort(client, allocation.locked);
       if (isUniqueViolation(err)) {
         // Only a concurrent writer outside this store's locking, or an event id already used in another
         // stream, gets here; either way the caller's view of the stream is stale.
-        throw new WrongExpectedRevisionError(streamId, expected, await this.currentRevision(streamId));
+        const failed = appends.find((a) => violatedStream(err) === a.streamId) ?? appends[0]!;
+        throw new WrongExpectedRevisionError(
+          failed.streamId,
+          failed.expected,
+          await this.currentRevision(failed.streamId),
+        );
       }
       throw err;
     } finally {
@@ -200,39 +227,43 @@ export class PostgresEventStore implements EventStore {
   private async appendInTransaction(
     client: PoolClient,
     allocation: { locked: boolean },
-    streamId: string,
-    events: NewEvent[],
-    expected: ExpectedRevision,
-  ): Promise<AppendResult> {
+    appends: StreamAppend[],
+    sqlWrites: SqlWrite[],
+  ): Promise<AppendResult[]> {
     const { table, streamLockKey, allocationLockKey } = this.names;
+    // Every writer takes its stream locks in one global order (sorted keys), so writers to overlapping
+    // streams queue behind each other instead of deadlocking.
+    const lockKeys = appends.map((a) => streamLockKey(a.streamId)).sort();
     // Each script is one round trip; every statement in it still gets its own snapshot (READ COMMITTED),
-    // so the state read sees whatever the previous holder of the stream lock committed.
-    const [, , stateResult] = await runScript(client, [
+    // so the state read sees whatever the previous holder of a stream lock committed.
+    const results = await runScript(client, [
       'BEGIN',
-      // Appenders to one stream take turns, so the revision read below is still true at INSERT time.
-      `SELECT pg_advisory_xact_lock(hashtextextended(${escapeLiteral(streamLockKey(streamId))}, 0))`,
-      streamStateSql(table, streamId, events),
+      // Appenders to one stream take turns, so the revisions read below are still true at INSERT time.
+      ...lockKeys.map((key) => `SELECT pg_advisory_xact_lock(hashtextextended(${escapeLiteral(key)}, 0))`),
+      streamsStateSql(table, appends),
     ]);
-    const state = stateResult!.rows[0] as StreamState;
+    const state = results.at(-1)!.rows[0] as StreamsState;
     if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
 
-    const actual = state.revision === null ? 'no_stream' : BigInt(state.revision);
-    if (state.existing.length > 0) {
-      const original = retriedAppend(streamId, events, expected, state.existing);
-      if (!original) throw new WrongExpectedRevisionError(streamId, expected, actual);
+    const outcomes = appends.map((append, i) => planAppend(append, state.streams[i]!, state.existing));
+    const inserts = appends.flatMap((append, i) => {
+      const outcome = outcomes[i]!;
+      if (!('firstRevision' in outcome)) return [];
+      return append.events.map((e, n) => ({
+        stream: append.streamId,
+        revision: (outcome.firstRevision + BigInt(n)).toString(),
+        id: e.id,
+        type: e.type,
+        data: e.data,
+        metadata: e.metadata ?? {},
+      }));
+    });
+    if (inserts.length === 0) {
+      // Nothing new: a retry of a committed appendMany (whose SQL writes committed with it) or empty appends.
       await client.query('ROLLBACK');
-      return original;
-    }
-    if (!expectationHolds(expected, actual)) throw new WrongExpectedRevisionError(streamId, expected, actual);
-    if (events.length === 0) {
-      await client.query('ROLLBACK');
-      return { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: BigInt(state.position ?? -1) };
+      return outcomes.map((o) => ('result' in o ? o.result : unreachable()));
     }
 
-    const firstRevision = actual === 'no_stream' ? 0n : actual + 1n;
-    const payload = JSON.stringify(
-      events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} })),
-    );
     const allocationLock = `hashtextextended(${escapeLiteral(allocationLockKey)}, 0)`;
     // Set before sending: if the script fails anywhere, abort() must assume the lock may be held.
     allocation.locked = true;
@@ -242,21 +273,31 @@ export class PostgresEventStore implements EventStore {
       // and before COMMIT: the critical section never waits for a WAL flush.
       `WITH appended AS (
          INSERT INTO ${table} (stream_id, revision, event_id, type, data, metadata)
-         SELECT ${escapeLiteral(streamId)}, ${firstRevision}::bigint + e.ord - 1, (e.event->>'id')::uuid,
+         SELECT e.event->>'stream', (e.event->>'revision')::bigint, (e.event->>'id')::uuid,
                 e.event->>'type', e.event->'data', e.event->'metadata'
-         FROM jsonb_array_elements(${escapeLiteral(payload)}::jsonb) WITH ORDINALITY AS e(event, ord)
+         FROM jsonb_array_elements(${escapeLiteral(JSON.stringify(inserts))}::jsonb) WITH ORDINALITY AS e(event, ord)
          ORDER BY e.ord
-         RETURNING position, revision
+         RETURNING stream_id, position, revision
+       ), per_stream AS (
+         SELECT stream_id, max(position) AS position, max(revision) AS revision FROM appended GROUP BY stream_id
        )
-       SELECT max(position)::text AS position, max(revision)::text AS revision,
+       SELECT json_object_agg(stream_id, json_build_object('position', position::text, 'revision', revision::text))
+                AS streams,
               pg_advisory_unlock(${allocationLock}) AS unlocked
-       FROM appended`,
+       FROM per_stream`,
+      // The caller's writes come after the allocation: their transaction id is assigned by then.
+      ...sqlWrites.map(inlined),
       'COMMIT',
     ]);
     allocation.locked = false;
-    this.notifier.committed(streamId);
-    const row = appendedResult!.rows[0] as { position: string; revision: string };
-    return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
+    const written = appendedResult!.rows[0].streams as Record<string, { position: string; revision: string }>;
+    for (const { streamId } of appends) if (written[streamId]) this.notifier.committed(streamId);
+    return appends.map(({ streamId }, i) => {
+      const outcome = outcomes[i]!;
+      if ('result' in outcome) return outcome.result;
+      const row = written[streamId]!;
+      return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
+    });
   }
 
   /** Rolls back and frees the allocation lock; returns an error when the connection must not be reused. */
@@ -324,18 +365,67 @@ export class PostgresEventStore implements EventStore {
 }
 
 /** Ids are validated UUIDs and every string goes through escapeLiteral, so the script needs no parameters. */
-function streamStateSql(table: string, streamId: string, events: NewEvent[]): string {
-  const ids = `ARRAY[${events.map((e) => escapeLiteral(e.id)).join(', ')}]::uuid[]`;
+function streamsStateSql(table: string, appends: StreamAppend[]): string {
+  const allIds = appends.flatMap((a) => a.events.map((e) => escapeLiteral(e.id)));
+  const ids = `ARRAY[${allIds.join(', ')}]::uuid[]`;
+  const streams = `ARRAY[${appends.map((a) => escapeLiteral(a.streamId)).join(', ')}]::text[]`;
   return `SELECT pg_current_xact_id_if_assigned() IS NULL AS fresh,
-            last.revision::text AS revision, last.position::text AS position,
+            (SELECT json_agg(json_build_object('revision', last.revision::text, 'position', last.position::text)
+                      ORDER BY s.ord)
+               FROM unnest(${streams}) WITH ORDINALITY AS s(stream_id, ord)
+               LEFT JOIN LATERAL (
+                 SELECT revision, position FROM ${table} WHERE stream_id = s.stream_id ORDER BY revision DESC LIMIT 1
+               ) AS last ON true) AS streams,
             (SELECT coalesce(json_agg(json_build_object(
                       'id', x.event_id, 'stream', x.stream_id, 'revision', x.revision::text, 'position', x.position::text)
                     ORDER BY x.position), '[]'::json)
-               FROM ${table} x WHERE x.event_id = ANY(${ids})) AS existing
-     FROM (SELECT 1) AS one
-     LEFT JOIN LATERAL (
-       SELECT revision, position FROM ${table} WHERE stream_id = ${escapeLiteral(streamId)} ORDER BY revision DESC LIMIT 1
-     ) AS last ON true`;
+               FROM ${table} x WHERE x.event_id = ANY(${ids})) AS existing`;
+}
+
+type Planned = { result: AppendResult } | { firstRevision: bigint };
+
+/** What one stream of an appendMany needs: nothing (a retry, or no events) or its events from a revision on. */
+function planAppend(
+  { streamId, events, expected }: StreamAppend,
+  stream: StreamsState['streams'][number],
+  stored: StoredId[],
+): Planned {
+  const actual = stream.revision === null ? 'no_stream' : BigInt(stream.revision);
+  const mine = new Set(events.map((e) => e.id.toLowerCase()));
+  const existing = stored.filter((x) => mine.has(x.id));
+  if (existing.length > 0) {
+    const original = retriedAppend(streamId, events, expected, existing);
+    if (!original) throw new WrongExpectedRevisionError(streamId, expected, actual);
+    return { result: original };
+  }
+  if (!expectationHolds(expected, actual)) throw new WrongExpectedRevisionError(streamId, expected, actual);
+  if (events.length === 0) {
+    return {
+      result: { nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: BigInt(stream.position ?? -1) },
+    };
+  }
+  return { firstRevision: actual === 'no_stream' ? 0n : actual + 1n };
+}
+
+/** The caller's statement with its parameters as escaped literals, so it joins the script's round trip. */
+function inlined({ sql, params }: SqlWrite): string {
+  return sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n) - 1;
+    if (index < 0 || index >= params.length) throw new TypeError(`SQL write refers to $${n}, which has no parameter`);
+    const value = params[index];
+    return value === null || value === undefined ? 'NULL' : escapeLiteral(value);
+  });
+}
+
+/** The stream named by a (stream_id, revision) unique violation, if that is the one. */
+function violatedStream(err: unknown): string | undefined {
+  const detail = (err as { detail?: unknown }).detail;
+  if (typeof detail !== 'string') return undefined;
+  return /^Key \(stream_id, revision\)=\((.*), \d+\) already exists/.exec(detail)?.[1];
+}
+
+function unreachable(): never {
+  throw new Error('unreachable: a planned insert without rows');
 }
 
 /**
@@ -348,9 +438,14 @@ async function runScript(client: PoolClient, statements: string[]): Promise<Quer
   return Array.isArray(result) ? result : [result];
 }
 
-function assertAppendable(events: NewEvent[]): void {
+function assertAppendable(appends: StreamAppend[]): void {
+  const streams = new Set<string>();
   const seen = new Set<string>();
-  for (const event of events) {
+  for (const { streamId } of appends) {
+    if (streams.has(streamId)) throw new TypeError(`stream ${streamId} appears twice in one appendMany`);
+    streams.add(streamId);
+  }
+  for (const event of appends.flatMap((a) => a.events)) {
     if (!UUID.test(event.id)) throw new TypeError(`event id ${JSON.stringify(event.id)} is not a UUID`);
     const id = event.id.toLowerCase();
     if (seen.has(id)) throw new TypeError(`event id ${id} appears twice in one append`);
@@ -371,7 +466,7 @@ function retriedAppend(
   streamId: string,
   events: NewEvent[],
   expected: ExpectedRevision,
-  existing: StreamState['existing'],
+  existing: StoredId[],
 ): AppendResult | undefined {
   if (existing.length !== events.length) return undefined;
   const first = BigInt(existing[0]!.revision);
@@ -387,9 +482,14 @@ function retriedAppend(
   return { nextExpectedRevision: BigInt(last.revision), position: BigInt(last.position) };
 }
 
+/** A unique violation of the event table's own keys; one in the caller's SQL writes stays the caller's error. */
 function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, constraint } = err as { code?: unknown; constraint?: unknown };
+  return code === UNIQUE_VIOLATION && (constraint === undefined || EVENT_KEYS.has(String(constraint)));
 }
+
+const EVENT_KEYS = new Set(['hcp_events_event_id_key', 'hcp_events_stream_revision_key']);
 
 function toRecordedEvent(row: EventRow): RecordedEvent {
   return {
