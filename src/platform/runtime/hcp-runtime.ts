@@ -55,7 +55,7 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
       databaseUrl = embedded.connectionString;
       logger.log(`embedded PostgreSQL running in ${config.dataDir}`);
     }
-    const dataSource = createDataSource(databaseUrl);
+    const dataSource = createDataSource(databaseUrl, { poolSize: config.dbPoolSize });
     await dataSource.initialize();
     closers.push(() => dataSource.destroy());
     const lost = (err: Error) => logger.warn(`database connection lost: ${err.message}`);
@@ -64,7 +64,7 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
 
     const pool = new Pool({
       connectionString: databaseUrl,
-      max: 20,
+      max: config.dbPoolSize,
       application_name: 'hcp-events',
       connectionTimeoutMillis: EVENT_STORE_CONNECTION_TIMEOUT_MS,
     });
