@@ -6,11 +6,14 @@
  * logs in again.
  */
 import { HcpError } from '@hcp/domain';
+import { checkCall } from '../common/call-errors';
+import { TryFailure, failureToError } from '../common/https/try-failure';
+import type { RetryBackoff } from '../common/retry';
 import type { CallContext } from '../spi/provider-driver';
 import type { ProxmoxCredentials } from './proxmox-config';
 import { ProxmoxApiError, apiError, transportError } from './proxmox-errors';
-import { ProxmoxHttp, TryFailure, checkCall, failureToError, type ProxmoxMethod, type RawAnswer } from './proxmox-http';
-import { ProxmoxRetry, RETRY_STATUSES } from './proxmox-retry';
+import type { ProxmoxHttp, ProxmoxMethod, RawAnswer } from './proxmox-http';
+import { RETRY_STATUSES } from './proxmox-retry';
 
 export interface Ticket {
   ticket: string;
@@ -27,7 +30,7 @@ export interface ProxmoxAuthOptions {
   maxAgeMs: number;
   now: () => number;
   http: ProxmoxHttp;
-  retry: ProxmoxRetry;
+  retry: RetryBackoff;
   stats: { logins: number; renewals: number };
 }
 
@@ -114,7 +117,7 @@ export class ProxmoxAuth {
         answer = await http.exchange('POST', '/access/ticket', { username, password }, {}, ctx);
       } catch (err) {
         if (!(err instanceof TryFailure)) throw err;
-        const error = failureToError(err, operation, ctx, now);
+        const error = failureToError(err, operation, ctx, now, transportError);
         // Logging in changes nothing on the server: safe to try again.
         if (
           (err.kind === 'connect' || err.kind === 'transport' || err.kind === 'timeout') &&

@@ -3,12 +3,12 @@
  *
  * - Auth (proxmox-auth.ts): an API token header, or a ticket that is renewed before it expires and
  *   obtained again on a 401.
- * - TLS: see proxmox-tls.ts (CA or pinned fingerprint; never unverified).
+ * - TLS: see common/https/trusting-agent.ts (CA or pinned fingerprint; never unverified).
  * - Exchanges (proxmox-http.ts): every call has a timeout bounded by the caller's deadline and stops
  *   when its abort signal fires.
- * - Retries (here, with proxmox-retry.ts): connection failures that happened before anything was sent,
- *   for every method; other transient failures (5xx, resets, timeouts of one try) only for GETs and
- *   writes the caller marks `idempotent`.
+ * - Retries (here; backoff in common/retry.ts, transient answers in proxmox-retry.ts): connection
+ *   failures that happened before anything was sent, for every method; other transient failures
+ *   (5xx, resets, timeouts of one try) only for GETs and writes the caller marks `idempotent`.
  * - Answers: the `{data: ...}` envelope is unwrapped; error answers become ProxmoxApiError (see
  *   proxmox-errors.ts), with secrets scrubbed from whatever the error carries.
  * - Websockets (consoles, proxmox-websocket.ts): the upgrade goes through the same agent (TLS trust)
@@ -16,28 +16,23 @@
  */
 import type { Duplex } from 'node:stream';
 import { HcpError } from '@hcp/domain';
+import { checkCall } from '../common/call-errors';
+import type { TlsTrust } from '../common/https/tls-trust';
+import { TryFailure, failureToError } from '../common/https/try-failure';
+import { RetryBackoff } from '../common/retry';
 import type { CallContext } from '../spi/provider-driver';
 import { ProxmoxAuth, type Ticket } from './proxmox-auth';
-import type { ProxmoxCredentials, ProxmoxTls } from './proxmox-config';
-import { apiError, redactError } from './proxmox-errors';
-import {
-  ProxmoxHttp,
-  TryFailure,
-  apiPath,
-  checkCall,
-  failureToError,
-  type ProxmoxMethod,
-  type ProxmoxParams,
-  type RawAnswer,
-} from './proxmox-http';
-import { ProxmoxRetry, isTransientAnswer } from './proxmox-retry';
+import type { ProxmoxCredentials } from './proxmox-config';
+import { apiError, redactError, transportError } from './proxmox-errors';
+import { ProxmoxHttp, apiPath, type ProxmoxMethod, type ProxmoxParams, type RawAnswer } from './proxmox-http';
+import { isTransientAnswer } from './proxmox-retry';
 import { upgradeToWebSocket } from './proxmox-websocket';
 
 export interface ProxmoxClientOptions {
   /** `https://host:port` (see parseProxmoxEndpoint). */
   endpoint: URL;
   credentials: ProxmoxCredentials;
-  tls: ProxmoxTls;
+  tls: TlsTrust;
   /** Upper bound of one HTTP exchange; the call's deadline may cut it shorter. Default 30 s. */
   requestTimeoutMs?: number;
   /** TCP + TLS handshake. Default 10 s. */
@@ -66,7 +61,7 @@ export interface ProxmoxRequestOptions {
 
 export class ProxmoxClient {
   private readonly http: ProxmoxHttp;
-  private readonly retry: ProxmoxRetry;
+  private readonly retry: RetryBackoff;
   private readonly auth: ProxmoxAuth;
   private readonly now: () => number;
   /** Counters for tests and metrics. */
@@ -85,7 +80,7 @@ export class ProxmoxClient {
       now,
       stats,
     });
-    this.retry = new ProxmoxRetry({
+    this.retry = new RetryBackoff({
       maxAttempts: Math.max(1, options.maxAttempts ?? 3),
       retryBaseMs: options.retryBaseMs ?? 200,
       now,
@@ -179,7 +174,7 @@ export class ProxmoxClient {
       return await upgradeToWebSocket(this.http, apiPath(template, values), params, auth.headers, ctx, operation);
     } catch (err) {
       throw this.scrub(
-        err instanceof TryFailure ? failureToError(err, operation, ctx, this.now) : err,
+        err instanceof TryFailure ? failureToError(err, operation, ctx, this.now, transportError) : err,
         options.secrets,
       );
     }
@@ -213,7 +208,7 @@ export class ProxmoxClient {
         answer = await this.http.exchange(method, path, options.params, auth.headers, ctx, options.timeoutMs);
       } catch (err) {
         if (!(err instanceof TryFailure)) throw err;
-        const error = failureToError(err, operation, ctx, this.now);
+        const error = failureToError(err, operation, ctx, this.now, transportError);
         const safe = err.kind === 'connect' || (idempotent && (err.kind === 'transport' || err.kind === 'timeout'));
         if (safe && (await this.retry.tryAgain(attempt, ctx))) continue;
         throw error;

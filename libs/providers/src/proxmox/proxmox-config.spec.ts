@@ -3,7 +3,6 @@ import {
   parseProxmoxCredentials,
   parseProxmoxEndpoint,
   parseProxmoxSettings,
-  parseProxmoxTls,
   DEFAULT_PROXMOX_SETTINGS,
 } from './proxmox-config';
 import { apiError, isLockError, isVmMissing, isVmidTaken, parseErrorBody, redact } from './proxmox-errors';
@@ -47,7 +46,7 @@ describe('parseProxmoxCredentials', () => {
   });
 });
 
-describe('endpoint, TLS and settings', () => {
+describe('endpoint and settings', () => {
   it('wants https, adds the default port and drops /api2/json', () => {
     expect(parseProxmoxEndpoint('https://pve.example.org/api2/json/').toString()).toBe('https://pve.example.org:8006/');
     expect(parseProxmoxEndpoint('https://10.0.0.1:443').toString()).toBe('https://10.0.0.1/');
@@ -55,14 +54,6 @@ describe('endpoint, TLS and settings', () => {
     expect(parseProxmoxEndpoint('https://[::1]').port).toBe('8006');
     expect(thrown(() => parseProxmoxEndpoint('http://pve:8006')).message).toMatch(/https/);
     expect(thrown(() => parseProxmoxEndpoint('https://root:pw@pve:8006')).message).toMatch(/credentials/);
-  });
-
-  it('normalises fingerprints and checks PEMs', () => {
-    const fp = `${'AB:'.repeat(31)}AB`;
-    expect(parseProxmoxTls({ fingerprint_sha256: fp })).toEqual({ fingerprint_sha256: 'ab'.repeat(32) });
-    expect(thrown(() => parseProxmoxTls({ fingerprint_sha256: 'AB:CD' })).code).toBe('INVALID_REQUEST');
-    expect(thrown(() => parseProxmoxTls({ ca_pem: 'not a pem' })).code).toBe('INVALID_REQUEST');
-    expect(parseProxmoxTls(undefined)).toEqual({});
   });
 
   it('layers cluster hints over provider settings over defaults, checking each field', () => {

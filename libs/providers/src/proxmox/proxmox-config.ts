@@ -1,6 +1,6 @@
 /**
  * Configuration of a Proxmox VE provider and cluster as HCP stores it (provider `endpoint`,
- * `credentials`, `tls`, `settings`; cluster `placement_hints`), parsed and checked once so that a bad
+ * `credentials`, `settings`; cluster `placement_hints`), parsed and checked once so that a bad
  * registration fails at the ops API instead of inside a job. Messages never repeat a secret.
  */
 import { invalidField } from '@hcp/domain';
@@ -10,13 +10,6 @@ export type ProxmoxCredentials =
   | { kind: 'token'; tokenId: string; secret: string }
   /** User and password: ticket auth (cookie + CSRFPreventionToken), renewed before it expires. */
   | { kind: 'password'; username: string; password: string };
-
-export interface ProxmoxTls {
-  /** PEM of the CA that signed the node certificates (Proxmox's pve-root-ca.pem). */
-  ca_pem?: string;
-  /** SHA-256 fingerprint of the API certificate, `AB:CD:...` or plain hex; pins that certificate. */
-  fingerprint_sha256?: string;
-}
 
 /** Placement and VM settings of a cluster: defaults from the provider, overridden per cluster. */
 export interface ProxmoxSettings {
@@ -110,34 +103,6 @@ export function parseProxmoxCredentials(raw: unknown): ProxmoxCredentials {
     return { kind: 'password', username, password };
   }
   throw invalidField('credentials', 'credentials need token_id and token_secret, api_token, or username and password');
-}
-
-/** Normalises `AB:CD:...`, `ab cd ...` or plain hex to 64 lower-case hex digits. */
-export function normaliseFingerprint(fingerprint: string): string {
-  return fingerprint.replace(/[:\s]/g, '').toLowerCase();
-}
-
-export function parseProxmoxTls(raw: unknown): ProxmoxTls {
-  if (raw === undefined || raw === null) return {};
-  if (!isRecord(raw)) throw invalidField('tls', 'tls must be an object with ca_pem and/or fingerprint_sha256');
-  const tls: ProxmoxTls = {};
-  if (raw.ca_pem !== undefined) {
-    if (typeof raw.ca_pem !== 'string' || !raw.ca_pem.includes('-----BEGIN CERTIFICATE-----')) {
-      throw invalidField('tls.ca_pem', 'ca_pem must be a PEM certificate');
-    }
-    tls.ca_pem = raw.ca_pem;
-  }
-  if (raw.fingerprint_sha256 !== undefined) {
-    const fp = typeof raw.fingerprint_sha256 === 'string' ? normaliseFingerprint(raw.fingerprint_sha256) : '';
-    if (!/^[0-9a-f]{64}$/.test(fp)) {
-      throw invalidField(
-        'tls.fingerprint_sha256',
-        'fingerprint_sha256 must be 32 hex bytes (AB:CD:... as Proxmox shows it)',
-      );
-    }
-    tls.fingerprint_sha256 = fp;
-  }
-  return tls;
 }
 
 /** `https://host[:port][/api2/json]`; plain http is refused, never downgraded silently. */

@@ -16,13 +16,14 @@
  * contract suite, tools calling the driver directly). Within a job the recorded fact makes it redundant.
  */
 import { HcpError } from '@hcp/domain';
+import { pause } from '../common/pause';
 import type { CallContext, CreateVmSpec } from '../spi/provider-driver';
 import type { ProxmoxCluster } from './proxmox-cluster';
 import type { ProxmoxSettings } from './proxmox-config';
 import { ProxmoxApiError, isVmMissing, isVmidTaken } from './proxmox-errors';
 import { bootDiskOf, diskSizeOf, hcpIdOfDescription, sourceStoragesOf } from './proxmox-format';
 import { planClone, templatesFor } from './proxmox-placement';
-import { pause, waitTask, withLockRetry } from './proxmox-tasks';
+import { waitTask, withLockRetry } from './proxmox-tasks';
 import {
   badAnswer,
   cloneParams,

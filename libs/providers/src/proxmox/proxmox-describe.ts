@@ -3,11 +3,11 @@
  * (provider_ref), and the tenant's tags it carries. After a start the guest agent gets a while to come up and report an address.
  */
 import { HcpError } from '@hcp/domain';
+import { pause } from '../common/pause';
 import type { CallContext, VmAddress, VmDescription } from '../spi/provider-driver';
 import type { ProxmoxCluster } from './proxmox-cluster';
 import type { ProxmoxSettings } from './proxmox-config';
 import { agentEnabled, providerTagsOf } from './proxmox-format';
-import { pause } from './proxmox-tasks';
 import { agentAddressesOf, powerOf } from './proxmox-translate';
 import { ids, readVmStatus, type Located } from './proxmox-vm-lookup';
 

@@ -196,7 +196,10 @@ export function apiError(status: number, reason: string, body: unknown, operatio
   );
 }
 
-/** Transport failures: the provider could not be reached or the connection broke. */
+/**
+ * Transport failures: the provider could not be reached or the connection broke. The same words as
+ * common/call-errors.ts, as a ProxmoxApiError (status 0) like every other failure of this client.
+ */
 export function transportError(reason: string, operation: string, message: string, retryable = true): ProxmoxApiError {
   return new ProxmoxApiError(
     'PROVIDER_UNAVAILABLE',
@@ -207,19 +210,6 @@ export function transportError(reason: string, operation: string, message: strin
     { provider: { reason, operation } },
     retryable,
   );
-}
-
-export function timeoutError(operation: string, why: 'deadline' | 'aborted' | 'request-timeout'): HcpError {
-  const text =
-    why === 'aborted'
-      ? 'the call to the provider was aborted'
-      : why === 'deadline'
-        ? 'the provider did not answer before the deadline'
-        : 'the provider did not answer in time';
-  return new HcpError('PROVIDER_TIMEOUT', text, {
-    reason: why,
-    provider: { operation },
-  });
 }
 
 /**

@@ -4,6 +4,7 @@
  * file ... got timeout") is retried with backoff until the call's deadline.
  */
 import { HcpError } from '@hcp/domain';
+import { pause } from '../common/pause';
 import type { CallContext } from '../spi/provider-driver';
 import type { ProxmoxCluster } from './proxmox-cluster';
 import { ProxmoxApiError, ProxmoxTaskError, isLockError } from './proxmox-errors';
@@ -119,36 +120,4 @@ export async function withLockRetry<T>(
       delay = Math.min(delay * 2, cluster.timing.lockRetryMaxMs);
     }
   }
-}
-
-/** Sleeps, but never past the deadline and not after an abort. */
-export function pause(ms: number, ctx: CallContext, step: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const over = (why: 'aborted' | 'deadline') =>
-      new HcpError(
-        'PROVIDER_TIMEOUT',
-        why === 'aborted'
-          ? `the provider ${step} was aborted`
-          : `the provider ${step} did not finish before the deadline`,
-        {
-          reason: why,
-        },
-      );
-    if (ctx.signal.aborted) return reject(over('aborted'));
-    const left = ctx.deadline.getTime() - Date.now();
-    if (left <= 0) return reject(over('deadline'));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(over('aborted'));
-    };
-    const timer = setTimeout(
-      () => {
-        ctx.signal.removeEventListener('abort', onAbort);
-        if (ms > left) reject(over('deadline'));
-        else resolve();
-      },
-      Math.min(ms, left),
-    );
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -6,17 +6,11 @@
  */
 import type { Duplex } from 'node:stream';
 import { createWebSocketStream, WebSocket } from 'ws';
+import { settleOnce, traceHeader } from '../common/https/exchange';
+import { TryFailure, connectionFailure } from '../common/https/try-failure';
 import type { CallContext } from '../spi/provider-driver';
 import { apiError } from './proxmox-errors';
-import {
-  ProxmoxHttp,
-  TryFailure,
-  connectionFailure,
-  encodeParams,
-  settleOnce,
-  traceHeader,
-  type ProxmoxParams,
-} from './proxmox-http';
+import { type ProxmoxHttp, encodeParams, type ProxmoxParams } from './proxmox-http';
 
 /** Upgrades to a websocket and answers it as a byte stream, attached from the start. */
 export function upgradeToWebSocket(

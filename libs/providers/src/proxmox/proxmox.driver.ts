@@ -5,6 +5,7 @@
  * proxmox-list.ts (every HCP VM of the cluster), proxmox-console.ts, proxmox-tasks.ts (tasks, locks, deadlines), proxmox-translate.ts (HCP shapes
  * to Proxmox parameters and back) and proxmox-client.ts (HTTP, auth, TLS).
  */
+import { parseTlsTrust, type TlsTrust } from '../common/https/tls-trust';
 import { PerKeyQueue } from '../common/per-key-queue';
 import { HcpError, conflict, notFound } from '@hcp/domain';
 import type {
@@ -22,10 +23,8 @@ import {
   parseProxmoxCredentials,
   parseProxmoxEndpoint,
   parseProxmoxSettings,
-  parseProxmoxTls,
   type ProxmoxCredentials,
   type ProxmoxSettings,
-  type ProxmoxTls,
 } from './proxmox-config';
 import { openVncConsole } from './proxmox-console';
 import { configureVm, findOrClone, resizeDisk, settleClones, startedCloneToDelete } from './proxmox-create';
@@ -43,7 +42,7 @@ export interface ProxmoxDriverOptions {
   endpoint: string | URL;
   /** Raw credentials as stored for the provider (see parseProxmoxCredentials) or parsed ones. */
   credentials: ProxmoxCredentials | Record<string, unknown>;
-  tls?: ProxmoxTls | Record<string, unknown>;
+  tls?: TlsTrust | Record<string, unknown>;
   /** Provider settings, then cluster placement hints: later layers win (see ProxmoxSettings). */
   settings?: Record<string, unknown> | Array<Record<string, unknown> | undefined>;
   provider_id?: string;
@@ -86,7 +85,7 @@ export class ProxmoxDriver implements ProviderDriver {
     const credentials = isParsedCredentials(options.credentials)
       ? options.credentials
       : parseProxmoxCredentials(options.credentials);
-    const tls = parseProxmoxTls(options.tls);
+    const tls = parseTlsTrust(options.tls);
     const layers = Array.isArray(options.settings) ? options.settings : [options.settings];
     this.settings = parseProxmoxSettings(...layers);
     const timing = { ...DEFAULT_PROXMOX_TIMING, ...options.timing };

@@ -7,9 +7,10 @@
  * already gone).
  */
 import { HcpError } from '@hcp/domain';
-import type { ProxmoxTls } from '../proxmox/proxmox-config';
-import { checkCall } from '../proxmox/proxmox-http';
-import { ProxmoxRetry } from '../proxmox/proxmox-retry';
+import { checkCall } from '../common/call-errors';
+import type { TlsTrust } from '../common/https/tls-trust';
+import { TryFailure, failureToError } from '../common/https/try-failure';
+import { RetryBackoff } from '../common/retry';
 import type { CallContext } from '../spi/provider-driver';
 import {
   type MoRef,
@@ -23,8 +24,8 @@ import {
   SoapEncodingError,
   SoapParseError,
 } from './soap-envelope';
-import { VsphereFaultError, badAnswer, faultError, isTransientFault, timeoutError } from './vsphere-faults';
-import { SoapHttp, TryFailure, sessionCookie } from './vsphere-http';
+import { VsphereFaultError, badAnswer, faultError, isTransientFault } from './vsphere-faults';
+import { SoapHttp, sessionCookie } from './vsphere-http';
 
 export interface VsphereCredentials {
   username: string;
@@ -34,7 +35,7 @@ export interface VsphereCredentials {
 export interface VsphereClientOptions {
   endpoint: URL;
   credentials: VsphereCredentials;
-  tls: ProxmoxTls;
+  tls: TlsTrust;
   connectTimeoutMs?: number;
   requestTimeoutMs?: number;
   maxAttempts?: number;
@@ -56,7 +57,7 @@ const SERVICE_INSTANCE = moref('ServiceInstance', 'ServiceInstance');
 export class VsphereClient {
   readonly stats = { requests: 0, retries: 0, logins: 0 };
   private readonly http: SoapHttp;
-  private readonly retry: ProxmoxRetry;
+  private readonly retry: RetryBackoff;
   private cookie: string | undefined;
   private content: ServiceContent | undefined;
   private loggingIn: Promise<void> | undefined;
@@ -71,7 +72,7 @@ export class VsphereClient {
       now: Date.now,
       stats: this.stats,
     });
-    this.retry = new ProxmoxRetry({
+    this.retry = new RetryBackoff({
       maxAttempts: options.maxAttempts ?? 4,
       retryBaseMs: options.retryBaseMs ?? 250,
       now: Date.now,
@@ -207,7 +208,7 @@ export class VsphereClient {
     try {
       raw = await this.http.post(envelope, cookie, ctx);
     } catch (err) {
-      if (err instanceof TryFailure) throw transportFailure(err, method, ctx);
+      if (err instanceof TryFailure) throw failureToError(err, method, ctx, Date.now);
       throw err;
     }
     let parsed: ReturnType<typeof parseSoapAnswer> | undefined;
@@ -229,25 +230,6 @@ export class VsphereClient {
 function worthAnotherTry(err: unknown): boolean {
   if (err instanceof VsphereFaultError) return isTransientFault(err.fault.type);
   return err instanceof HcpError && err.retryable && err.code === 'PROVIDER_UNAVAILABLE';
-}
-
-function transportFailure(err: TryFailure, operation: string, ctx: CallContext): HcpError {
-  const details = { provider: { reason: err.code, operation } };
-  switch (err.kind) {
-    case 'aborted':
-      return timeoutError(operation, 'aborted');
-    case 'deadline':
-      return timeoutError(operation, 'deadline');
-    case 'timeout':
-      return timeoutError(operation, Date.now() >= ctx.deadline.getTime() ? 'deadline' : 'request-timeout');
-    case 'trust':
-      // A certificate that is not trusted will not become trusted by trying again.
-      return new HcpError('PROVIDER_UNAVAILABLE', "the provider's TLS certificate is not trusted", details, false);
-    case 'connect':
-      return new HcpError('PROVIDER_UNAVAILABLE', 'the provider is not reachable', details, true);
-    case 'transport':
-      return new HcpError('PROVIDER_UNAVAILABLE', 'the connection to the provider failed', details, true);
-  }
 }
 
 /** An HTTP answer without a SOAP envelope: a proxy or a vCenter service that is down. */

@@ -1,14 +1,10 @@
 /**
- * What a vSphere provider is configured with: the SDK endpoint, a user and password, TLS trust (as
- * for Proxmox: a CA and/or a pinned SHA-256 fingerprint) and where VMs go (settings of the provider,
+ * What a vSphere provider is configured with: the SDK endpoint, a user and password (its TLS trust,
+ * a CA and/or a pinned SHA-256 fingerprint, is common/https/tls-trust.ts) and where VMs go (settings of the provider,
  * then the cluster's placement hints; later layers win).
  */
 import { invalidField } from '@hcp/domain';
-import { parseProxmoxTls, type ProxmoxTls } from '../proxmox/proxmox-config';
 import type { VsphereCredentials } from './vsphere-client';
-
-export type VsphereTls = ProxmoxTls;
-export const parseVsphereTls = parseProxmoxTls;
 
 export interface VsphereSettings {
   /** Datacenter name; the only one when absent. */

@@ -142,9 +142,6 @@ export function faultType(err: unknown): string | undefined {
   return err instanceof VsphereFaultError ? err.fault.type : undefined;
 }
 
-/** A deadline, abort or request timeout reads the same for every provider: Proxmox's words. */
-export { timeoutError } from '../proxmox/proxmox-errors';
-
 /** A provider answer HCP cannot read (not SOAP, a missing field): the provider misbehaves. */
 export function badAnswer(what: string, operation = ''): HcpError {
   return new HcpError('PROVIDER_UNAVAILABLE', 'the provider gave an answer HCP cannot read', {

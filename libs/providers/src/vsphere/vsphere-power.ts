@@ -5,7 +5,7 @@
  * off at once. A graceful reboot (RebootGuest) falls back to a reset when the guest has no tools.
  */
 import { conflict } from '@hcp/domain';
-import { pause } from '../proxmox/proxmox-tasks';
+import { pause } from '../common/pause';
 import type { CallContext } from '../spi/provider-driver';
 import type { VsphereCluster } from './vsphere-cluster';
 import { faultType } from './vsphere-faults';

@@ -5,7 +5,7 @@
  * with backoff while the deadline allows.
  */
 import { HcpError } from '@hcp/domain';
-import { pause } from '../proxmox/proxmox-tasks';
+import { pause } from '../common/pause';
 import type { CallContext } from '../spi/provider-driver';
 import { type MoRef, type SoapFields, type XmlNode, localizedFault, morefOf, text } from './soap-envelope';
 import type { VsphereClient } from './vsphere-client';

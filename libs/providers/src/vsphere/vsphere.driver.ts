@@ -4,6 +4,7 @@
  * This class holds the use cases; their steps live beside it by concern: vsphere-vm.ts (finding a
  * VM by HCP id), vsphere-create.ts, vsphere-power.ts, vsphere-tasks.ts, vsphere-tags.ts.
  */
+import { parseTlsTrust, type TlsTrust } from '../common/https/tls-trust';
 import { PerKeyQueue } from '../common/per-key-queue';
 import { HcpError } from '@hcp/domain';
 import type {
@@ -21,9 +22,7 @@ import {
   parseVsphereCredentials,
   parseVsphereEndpoint,
   parseVsphereSettings,
-  parseVsphereTls,
   type VsphereSettings,
-  type VsphereTls,
 } from './vsphere-config';
 import { checkPlacement, findOrClone } from './vsphere-create';
 import { faultType } from './vsphere-faults';
@@ -38,7 +37,7 @@ export interface VsphereDriverOptions {
   /** `https://vcenter.example.org/sdk`. */
   endpoint: string | URL;
   credentials: VsphereCredentials | Record<string, unknown>;
-  tls?: VsphereTls | Record<string, unknown>;
+  tls?: TlsTrust | Record<string, unknown>;
   /** Provider settings, then cluster placement hints: later layers win (see VsphereSettings). */
   settings?: Record<string, unknown> | Array<Record<string, unknown> | undefined>;
   provider_id?: string;
@@ -67,7 +66,6 @@ export class VsphereDriver implements ProviderDriver {
   readonly client: VsphereClient;
   readonly settings: VsphereSettings;
   private readonly cluster: VsphereCluster;
-  /** Calls for one HCP id run one after another within this process. */
   /** Calls for one HCP id run one after another in this process. */
   private readonly perVm = new PerKeyQueue();
 
@@ -76,7 +74,7 @@ export class VsphereDriver implements ProviderDriver {
       options.endpoint instanceof URL ? options.endpoint.toString() : options.endpoint,
     );
     const credentials = parseVsphereCredentials(options.credentials);
-    const tls = parseVsphereTls(options.tls);
+    const tls = parseTlsTrust(options.tls);
     const layers = Array.isArray(options.settings) ? options.settings : [options.settings];
     this.settings = parseVsphereSettings(...layers);
     this.client = new VsphereClient({ ...options.client, endpoint, credentials, tls });

@@ -1,5 +1,6 @@
 /**
- * TLS towards a Proxmox VE API. Three ways to trust the server, never none:
+ * An HTTPS agent towards a hypervisor API (Proxmox VE, vCenter) that enforces the provider's TLS
+ * trust (tls-trust.ts). Three ways to trust the server, never none:
  * - a CA PEM (Proxmox's own pve-root-ca, or a company CA): chain and host name are verified;
  * - a pinned SHA-256 fingerprint of the API certificate (what `pvenode cert info` shows): the chain
  *   is not verified, the certificate must be exactly that one;
@@ -13,8 +14,7 @@ import { createHash } from 'node:crypto';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
-import type { ProxmoxTls } from './proxmox-config';
-import { normaliseFingerprint } from './proxmox-config';
+import { normaliseFingerprint, type TlsTrust } from './tls-trust';
 
 export class TlsTrustError extends Error {
   constructor(
@@ -26,8 +26,8 @@ export class TlsTrustError extends Error {
   }
 }
 
-export interface ProxmoxAgentOptions {
-  tls: ProxmoxTls;
+export interface TrustingAgentOptions {
+  tls: TlsTrust;
   /** Time to open TCP and finish the TLS handshake. */
   connectTimeoutMs: number;
   maxSockets?: number;
@@ -40,9 +40,9 @@ export function certificateFingerprint(raw: Buffer): string {
 
 type CreateCallback = (err: Error | null, socket?: Duplex) => void;
 
-class ProxmoxAgent extends https.Agent {
+class TrustingAgent extends https.Agent {
   constructor(
-    private readonly trust: ProxmoxTls,
+    private readonly trust: TlsTrust,
     private readonly connectTimeoutMs: number,
     maxSockets: number,
   ) {
@@ -103,8 +103,8 @@ class ProxmoxAgent extends https.Agent {
 }
 
 /** An HTTPS agent that enforces the provider's trust settings. */
-export function createProxmoxAgent(options: ProxmoxAgentOptions): https.Agent {
-  return new ProxmoxAgent(options.tls, options.connectTimeoutMs, options.maxSockets ?? 16);
+export function createTrustingAgent(options: TrustingAgentOptions): https.Agent {
+  return new TrustingAgent(options.tls, options.connectTimeoutMs, options.maxSockets ?? 16);
 }
 
 /** TLS verification codes (OpenSSL's and Node's) that mean "not trusted", as opposed to "not reachable". */
