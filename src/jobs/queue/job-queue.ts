@@ -166,4 +166,29 @@ export class JobQueue {
       [jobId, owner],
     );
   }
+
+  // The statements a worker holding many jobs at once makes for all of them together (group commit);
+  // each row is still guarded by its lease owner, as in `renew` and `complete`.
+
+  /** Extends the leases this owner still holds among `jobIds`; returns the ids it holds. */
+  async renewMany(jobIds: string[], owner: string, leaseMs: number): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows = await queryReturning<{ job_id: string }>(
+      this.db,
+      `UPDATE job_queue SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
+       WHERE job_id = ANY($1::uuid[]) AND lease_owner = $2 AND status = 'leased' RETURNING job_id`,
+      [jobIds, owner, leaseMs],
+    );
+    return new Set(rows.map((r) => r.job_id));
+  }
+
+  /** Marks done the jobs among `jobIds` whose lease this owner still holds. */
+  async completeMany(jobIds: string[], owner: string): Promise<void> {
+    if (jobIds.length === 0) return;
+    await this.db.query(
+      `UPDATE job_queue SET status = 'done', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE job_id = ANY($1::uuid[]) AND lease_owner = $2 AND status = 'leased'`,
+      [jobIds, owner],
+    );
+  }
 }

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { JobPolicy, JobRunner, WorkerStopping } from './job-runner';
 import { JobQueue, LeasedJob } from '../queue/job-queue';
+import { GroupedCalls } from './grouped-calls';
 
 export interface JobWorkerOptions extends JobPolicy {
   leaseMs: number;
@@ -11,11 +12,12 @@ export interface JobWorkerOptions extends JobPolicy {
 }
 
 /**
- * Leases due jobs and runs them, at most `concurrency` at once. While a job runs its lease is renewed
- * at a third of its length; if a renewal finds the lease gone, the driver call is aborted and the job is
- * left to its new holder. Nothing lives only in this object: kill the process and another worker (or
- * this one restarted) picks every unfinished job up once its lease expires; stop it and it gives its
- * unfinished jobs back at once instead.
+ * Leases due jobs and runs them, at most `concurrency` at once. While jobs run their leases are renewed
+ * together (one statement) every third of a lease; a job whose lease a renewal finds gone has its driver
+ * call aborted and is left to its new holder. Jobs that finish together are marked done together.
+ * Nothing lives only in this object: kill the process and another worker (or this one restarted) picks
+ * every unfinished job up once its lease expires; stop it and it gives its unfinished jobs back at once
+ * instead.
  */
 export class JobWorker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -24,14 +26,21 @@ export class JobWorker {
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  private renewal: NodeJS.Timeout | null = null;
+  private readonly completions: GroupedCalls<string>;
 
   constructor(
     private readonly queue: JobQueue,
     private readonly runner: JobRunner,
     private readonly options: JobWorkerOptions,
-  ) {}
+  ) {
+    this.completions = new GroupedCalls((jobIds) => this.queue.completeMany(jobIds, this.id));
+  }
 
   start(): void {
+    this.renewal ??= setInterval(() => void this.renewLeases(), Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    // The leasing loop keeps the process alive while the worker runs; the timer alone must not.
+    this.renewal.unref();
     this.loop ??= this.run();
   }
 
@@ -58,6 +67,21 @@ export class JobWorker {
     await within(this.allRunning(), until - Date.now());
     if (this.running.size > 0)
       this.logger.warn(`stopped with ${this.running.size} job(s) still leased: they resume when their lease expires`);
+    if (this.renewal) clearInterval(this.renewal);
+  }
+
+  private async renewLeases(): Promise<void> {
+    const ids = [...this.running.keys()];
+    if (ids.length === 0) return;
+    try {
+      const held = await this.queue.renewMany(ids, this.id, this.options.leaseMs);
+      for (const id of ids) {
+        const abort = this.running.get(id)?.abort;
+        if (!held.has(id) && abort && !abort.signal.aborted) abort.abort();
+      }
+    } catch (err) {
+      this.logger.warn(`lease renewal of ${ids.length} job(s) failed: ${(err as Error).message}`);
+    }
   }
 
   private allRunning(): Promise<unknown> {
@@ -106,20 +130,9 @@ export class JobWorker {
   }
 
   private async runJob(job: LeasedJob, abort: AbortController): Promise<void> {
-    const renewal = setInterval(
-      () => {
-        this.queue.renew(job.job_id, this.id, this.options.leaseMs).then(
-          (held) => {
-            if (!held && !abort.signal.aborted) abort.abort();
-          },
-          (err) => this.logger.warn(`lease renewal of job ${job.job_id} failed: ${(err as Error).message}`),
-        );
-      },
-      Math.max(100, Math.floor(this.options.leaseMs / 3)),
-    );
     try {
       const result = await this.runner.run(job, this.id, this.options, abort.signal);
-      if (result.kind === 'finished') await this.queue.complete(job.job_id, this.id);
+      if (result.kind === 'finished') await this.completions.call(job.job_id);
       else if (result.kind === 'retry') await this.queue.requeue(job.job_id, this.id, result.at);
       else if (result.kind === 'released') await this.queue.release(job.job_id, this.id);
       else this.logger.warn(`job ${job.job_id}: lease lost while running; left to its new holder`);
@@ -127,8 +140,6 @@ export class JobWorker {
       // Events could not be written (store down, concurrent holder): keep the lease until it expires
       // so the job is retried from its recorded state, never dropped.
       this.logger.error(`job ${job.job_id}: ${(err as Error).message}`);
-    } finally {
-      clearInterval(renewal);
     }
   }
 }
