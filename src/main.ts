@@ -1,14 +1,16 @@
 import 'reflect-metadata';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { json } from 'express';
 import { Logger } from 'nestjs-pino';
 import { SimulatorFaults } from '@hcp/providers';
 import { AppModule } from './app.module';
 import { expressErrorHandler } from './http/errors/hcp-exception.filter';
 import { requestIdMiddleware } from './http/request/request-id';
+import { requestLogging } from './http/request/request-logging';
+import { requestLoggerOptions } from './http/request/logger-options';
+import { middlewareChain } from './http/middleware-chain';
+import { jsonBody } from './http/validation/json-body';
 import { inputGuard } from './http/validation/input-guard';
-import { requireJsonBody } from './http/validation/media-type';
 import { httpMetrics } from './platform/observability/http-metrics.middleware';
 import { HcpMetrics } from './platform/observability/hcp-metrics';
 import { securityHeaders } from './http/security-headers';
@@ -75,17 +77,22 @@ async function main(): Promise<void> {
   app.useLogger(app.get(Logger));
   const metrics = app.get(HcpMetrics);
   crashGuard.countWith(metrics.unhandledErrors);
-  app.use(requestIdMiddleware);
   const { internalPort } = config.hosts;
-  if (internalPort !== null) app.use(separatePorts(internalPort));
-  app.use(httpMetrics(metrics));
-  app.use(availabilityGate(servingState, app.get(SchemaGate), metrics));
-  app.use(securityHeaders());
+  // What every request passes before routing, as one layer each side of the webconsole's static files.
+  app.use(
+    middlewareChain(
+      requestIdMiddleware,
+      ...(internalPort === null ? [] : [separatePorts(internalPort)]),
+      httpMetrics(metrics),
+      availabilityGate(servingState, app.get(SchemaGate), metrics),
+      securityHeaders(),
+    ),
+  );
   app.use('/console/assets', webconsoleAssets());
-  app.use(requireJsonBody);
-  app.use(json({ limit: LIMITS.bodyBytes, strict: true }));
-  app.use(inputGuard);
+  app.use(middlewareChain(jsonBody(LIMITS.bodyBytes), inputGuard));
   app.use(expressErrorHandler(new NestLogger('http')));
+  // Where nestjs-pino's own middleware ran (see loggerOptions): after the checks above, before the routes.
+  app.use(requestLogging(requestLoggerOptions(config.logLevel)));
   app.useGlobalPipes(strictValidationPipe());
   app.getHttpAdapter().getInstance().disable('x-powered-by');
   publishOpenApi(app);
