@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { createServer } from 'node:net';
 import * as ts from 'typescript';
 import { loadOrCreateDevSigningKey, signDevToken, TenantRole } from '@hcp/auth';
-import { ManagedProcess, ROOT, RssSampler, runNode } from './proc';
+import { ManagedProcess, ROOT, runNode } from './proc';
+import { ProcessTreeRss, RssWatch } from './rss-tree';
 import { summarizeProfile, ProfileSummary } from './profile';
 import { log, sleep, waitFor } from './util';
 
@@ -83,15 +84,20 @@ export const BENCH_ENV: Record<string, string> = {
   HCP_RATE_LIMIT_PROJECT_PER_MINUTE: '10000000',
 };
 
-/** One HCP process (all roles unless HCP_ROLES says otherwise) on a bench database. */
+/**
+ * HCP on a bench database: with HCP_ROLES, one process running those roles; without, the launcher of
+ * `npm start` (API processes on one port and a worker+projections process).
+ */
 export class HcpUnderTest {
   private constructor(
     readonly process: ManagedProcess,
     readonly baseUrl: string,
     readonly port: number,
     readonly dataDir: string,
-    readonly rss: RssSampler,
+    readonly rss: RssWatch,
     private readonly profileDir: string | null,
+    /** Started by the launcher (`npm start`): API processes and a worker+projections process. */
+    readonly launcher: boolean,
   ) {}
 
   private profiles = 0;
@@ -106,18 +112,32 @@ export class HcpUnderTest {
     await sleep(50);
     const result = await work();
     process.kill(this.process.pid, 'SIGUSR2');
-    const file = path.join(this.profileDir, `${String(++this.profiles).padStart(2, '0')}.cpuprofile`);
-    await waitFor('the CPU profile', async () => existsSync(file), 30_000, 50);
-    return { result, profile: summarizeProfile(file) };
+    const name = `${String(++this.profiles).padStart(2, '0')}.cpuprofile`;
+    if (!this.launcher) {
+      const file = path.join(this.profileDir, name);
+      await waitFor('the CPU profile', async () => existsSync(file), 30_000, 50);
+      return { result, profile: summarizeProfile(file) };
+    }
+    // One profile per child (bench/lib/profile-hook.js writes each into a folder named after it): the
+    // first API process's is the row's, every child's is under `processes`.
+    const children = Object.keys(this.rss.peaksByProcess()).filter((n) => n !== 'launcher');
+    const files = children.map((child) => ({ child, file: path.join(this.profileDir!, child, name) }));
+    await waitFor('the CPU profiles', async () => files.every((f) => existsSync(f.file)), 30_000, 50);
+    const processes = Object.fromEntries(files.map((f) => [f.child, summarizeProfile(f.file)]));
+    const main = processes['api-1'] ?? Object.values(processes)[0]!;
+    return { result, profile: { ...main, processes } };
   }
 
   static async start(options: HcpOptions): Promise<HcpUnderTest> {
     const port = await freePort();
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hcp-bench-'));
+    // All roles start the way `npm start` does: the launcher, its API processes and worker+projections.
+    const launcher = !options.env?.HCP_ROLES && process.env.HCP_API_PROCESSES !== '0';
+    const main = launcher ? path.join('src', 'launcher', 'main') : path.join('src', 'main');
     const entry =
       options.runtime === 'build'
-        ? [path.join(BUILD_DIR, 'src', 'main.js')]
-        : [path.join(ROOT, 'scripts', 'ts-run.js'), 'src/main.ts'];
+        ? [path.join(BUILD_DIR, `${main}.js`)]
+        : [path.join(ROOT, 'scripts', 'ts-run.js'), `${main}.ts`];
     const nodeFlags = options.cpuProfDir ? ['-r', path.join(ROOT, 'bench', 'lib', 'profile-hook.js')] : [];
     const child = ManagedProcess.spawnNode(
       'hcp',
@@ -129,6 +149,8 @@ export class HcpUnderTest {
         HOST: '127.0.0.1',
         HCP_DATA_DIR: dataDir,
         ...(options.cpuProfDir ? { HCP_BENCH_PROFILE_DIR: options.cpuProfDir } : {}),
+        // HCP_API_PROCESSES=0 in the harness's environment measures the one all-roles process of before.
+        ...(process.env.HCP_API_PROCESSES ? { HCP_API_PROCESSES: process.env.HCP_API_PROCESSES } : {}),
         ...options.env,
       },
       { nodeFlags },
@@ -138,8 +160,9 @@ export class HcpUnderTest {
       `http://127.0.0.1:${port}`,
       port,
       dataDir,
-      new RssSampler(child.pid).start(),
+      new ProcessTreeRss(child.pid).start(),
       options.cpuProfDir ?? null,
+      launcher,
     );
     await hcp.waitUntilReady();
     return hcp;

@@ -9,7 +9,12 @@ const inspector = require('node:inspector');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const dir = process.env.HCP_BENCH_PROFILE_DIR;
+const cluster = require('node:cluster');
+// Under the launcher (`npm start`) every child loads this hook too and writes into a folder named after
+// itself; the launcher profiles nothing and passes each SIGUSR2 on to its children.
+const child = process.env.HCP_CHILD_NAME;
+const dir = process.env.HCP_BENCH_PROFILE_DIR && path.join(process.env.HCP_BENCH_PROFILE_DIR, child || '');
+const forwarding = () => cluster.isPrimary && Object.keys(cluster.workers || {}).length > 0;
 if (dir) {
   fs.mkdirSync(dir, { recursive: true });
   let counts = null;
@@ -42,6 +47,10 @@ if (dir) {
   let n = 0;
   session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: 500 }));
   process.on('SIGUSR2', () => {
+    if (forwarding()) {
+      for (const worker of Object.values(cluster.workers)) worker?.process.kill('SIGUSR2');
+      return;
+    }
     if (!running) {
       running = true;
       counts = new Map();

@@ -39,6 +39,8 @@ export interface ProfileSummary {
   sql?: { roundTrips: number; top: Array<{ statement: string; count: number }> };
   /** process.memoryUsage() of HCP at the end of the window, in MB. */
   memoryMb?: Record<string, number>;
+  /** HCP started by the launcher: each child's own summary (the fields above are `api-1`'s). */
+  processes?: Record<string, ProfileSummary>;
 }
 
 /** Where a function lives: `src/vms`, `node_modules/typeorm`, `node:internal`, `(garbage collector)`. */

@@ -74,6 +74,8 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
         startedToSucceeded: running,
         spanS,
         peakRssMb: round(hcp.rss.peakMb()),
+        rssByProcessMb: hcp.rss.peaksByProcess(),
+        rssSumMb: round(hcp.rss.sumPeakMb()),
       };
       return { recorded, visible: visible.lag, spanS, jobs: timings.length, result };
     };

@@ -203,6 +203,8 @@ export async function projectionLag(ctx: BenchContext): Promise<ScenarioResult> 
         vmLag,
         jobLag,
         peakRssMb: round(hcpPeak),
+        rssByProcessMb: hcp.rss.peaksByProcess(),
+        rssSumMb: round(hcp.rss.sumPeakMb()),
       };
       const seconds = (t1 - t0) / 1000;
       const scenario = `lag, end to end: ${rate} creates/s requested`;

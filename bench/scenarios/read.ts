@@ -55,6 +55,8 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
         log(`read: HCP ${kind} at ${size.toLocaleString('en-US')} VMs, ${c} clients, ${sizes.readS} s`);
         const h = await ctx.measure(hcp, `read-${kind}-${size}`, () => runLoad(spec));
         const hcpPeak = hcp.rss.peakMb();
+        const hcpRssByProcessMb = hcp.rss.peaksByProcess();
+        const hcpRssSumMb = round(hcp.rss.sumPeakMb());
         await runLoad({ ...spec, url: baseline.url, durationS: sizes.warmupS });
         baselineRss.beginWindow();
         log(`read: baseline ${kind} at ${size.toLocaleString('en-US')} VMs`);
@@ -83,7 +85,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
           }
         }
         details[`${kind}@${size}`] = {
-          hcp: { ...h, peakRssMb: round(hcpPeak) },
+          hcp: { ...h, peakRssMb: round(hcpPeak), rssByProcessMb: hcpRssByProcessMb, rssSumMb: hcpRssSumMb },
           baseline: { ...b, peakRssMb: round(baselinePeak) },
           ...peerResults,
         };

@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs';
+
+/** What the scenarios read of HCP's memory, whether HCP is one process or the launcher's several. */
+export interface RssWatch {
+  start(): this;
+  beginWindow(): void;
+  /** Highest RSS of the window of the process that serves the API (the largest API process), in MB. */
+  peakMb(): number;
+  hwmMb(): number | null;
+  rssMb(): number | null;
+  /** Highest RSS of the window per process (`launcher`, `api-1`, `worker+projections`, ...), in MB. */
+  peaksByProcess(): Record<string, number>;
+  /** Highest sum over all processes of one sample in the window, in MB. */
+  sumPeakMb(): number;
+  stop(): void;
+}
+
+/**
+ * Samples VmRSS of a process and of its children every `everyMs` (the launcher and the HCP processes it
+ * forked; a child's name is its HCP_CHILD_NAME). A process without named children is its own API process,
+ * so the same figures hold for one all-roles process.
+ */
+export class ProcessTreeRss implements RssWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private peaks = new Map<string, number>();
+  private sumPeak = 0;
+  private readonly names = new Map<number, string | null>();
+
+  constructor(
+    private readonly rootPid: number,
+    private readonly everyMs = 100,
+  ) {}
+
+  start(): this {
+    this.timer = setInterval(() => this.sample(), this.everyMs);
+    this.timer.unref();
+    return this;
+  }
+
+  beginWindow(): void {
+    this.peaks = new Map();
+    this.sumPeak = 0;
+    this.sample();
+  }
+
+  peakMb(): number {
+    this.sample();
+    const api = [...this.peaks].filter(([name]) => name.startsWith('api-')).map(([, kb]) => kb);
+    const kb = api.length > 0 ? Math.max(...api) : (this.peaks.get('launcher') ?? 0);
+    return kb / 1024;
+  }
+
+  hwmMb(): number | null {
+    const values = this.processes()
+      .filter((p) => p.name.startsWith('api-') || this.processes().length === 1)
+      .map((p) => field(p.pid, 'VmHWM'))
+      .filter((kb): kb is number => kb !== null);
+    return values.length > 0 ? Math.max(...values) / 1024 : null;
+  }
+
+  rssMb(): number | null {
+    const values = this.processes().map((p) => field(p.pid, 'VmRSS') ?? 0);
+    return values.length > 0 ? values.reduce((a, b) => a + b, 0) / 1024 : null;
+  }
+
+  peaksByProcess(): Record<string, number> {
+    this.sample();
+    return Object.fromEntries([...this.peaks].map(([name, kb]) => [name, Math.round((kb / 1024) * 10) / 10]));
+  }
+
+  sumPeakMb(): number {
+    this.sample();
+    return this.sumPeak / 1024;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private sample(): void {
+    let sum = 0;
+    for (const { pid, name } of this.processes()) {
+      const kb = field(pid, 'VmRSS');
+      if (kb === null) continue;
+      sum += kb;
+      if (kb > (this.peaks.get(name) ?? 0)) this.peaks.set(name, kb);
+    }
+    if (sum > this.sumPeak) this.sumPeak = sum;
+  }
+
+  private processes(): Array<{ pid: number; name: string }> {
+    const found = [{ pid: this.rootPid, name: 'launcher' }];
+    let children: number[] = [];
+    try {
+      children = readFileSync(`/proc/${this.rootPid}/task/${this.rootPid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      return found;
+    }
+    for (const pid of children) {
+      if (!this.names.has(pid)) this.names.set(pid, childName(pid));
+      const name = this.names.get(pid);
+      if (name) found.push({ pid, name });
+    }
+    return found;
+  }
+}
+
+function childName(pid: number): string | null {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    return env.find((e) => e.startsWith('HCP_CHILD_NAME='))?.slice('HCP_CHILD_NAME='.length) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function field(pid: number, name: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
