@@ -13,7 +13,7 @@ import {
 import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { JobAccepted, JobAdmission, JobRepository } from '../../jobs';
+import { JobAccepted, JobAdmission, JobOpening, JobRepository } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
 type OperationCommand = Extract<VmCommand, { job_id: string }>;
@@ -31,7 +31,7 @@ type OperationCommand = Extract<VmCommand, { job_id: string }>;
 export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
-    @Inject(JobAdmission) private readonly admission: Pick<JobAdmission, 'admit'>,
+    @Inject(JobAdmission) private readonly admission: Pick<JobAdmission, 'admit' | 'opening' | 'opened'>,
     @Inject(JobRepository) private readonly jobs: Pick<JobRepository, 'load'>,
     @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'clusterCapabilities'>,
   ) {}
@@ -47,7 +47,9 @@ export class VmOperationRequester {
     if (accepted) return accepted;
     await this.assertCapable(projectId, vmId, command(jobId));
     const context = eventContext(ctx.actor, ctx.traceId);
-    const { events } = await this.vms.update(
+    // The VM's request, its job and (on PostgreSQL) the job's queue row commit in one appendMany.
+    let opening: JobOpening | undefined;
+    const { events, alongside } = await this.vms.update(
       vmId,
       (state) => {
         if (!state || state.project_id !== projectId) throw notFound('VM');
@@ -56,8 +58,14 @@ export class VmOperationRequester {
         return decideVm(state, command(jobId));
       },
       context,
+      undefined,
+      (decided) => {
+        opening = this.admission.opening(jobQueuedFor(decided[0] as VmRequestEvent, vmId, context), context);
+        return opening.writes;
+      },
     );
-    if (events.length > 0)
+    if (alongside && opening) await this.admission.opened(opening);
+    else if (events.length > 0)
       await this.admission.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
   }
