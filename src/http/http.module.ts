@@ -1,8 +1,7 @@
 import { DynamicModule, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
-import { PassportModule } from '@nestjs/passport';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { BearerTokenStrategy } from '@hcp/auth';
+import { BearerAuthenticator } from '@hcp/auth';
 import { HcpConfig } from '../config/hcp-config';
 import { PeriodicTasks } from '../platform/background/periodic-tasks';
 import { AccessGuard } from './auth/access.guard';
@@ -14,6 +13,7 @@ import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { rateLimits, RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { RequestAuditInterceptor } from './request/request-audit.interceptor';
+import { RequestInterceptors } from './request-interceptors';
 import { RequestRecorder } from './request/request-recorder';
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
@@ -35,11 +35,10 @@ export class HttpModule implements OnModuleInit {
     return {
       module: HttpModule,
       imports: [
-        PassportModule,
         ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
       ],
       providers: [
-        BearerTokenStrategy,
+        BearerAuthenticator,
         BreakGlassRecorder,
         RequestRecorder,
         IdempotencyStore,
@@ -49,9 +48,10 @@ export class HttpModule implements OnModuleInit {
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
-        // Interceptors run in this order: the request is recorded for the audit trail, then deduplicated.
-        { provide: APP_INTERCEPTOR, useClass: RequestAuditInterceptor },
-        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+        // The request is recorded for the audit trail, then deduplicated (one interceptor running both).
+        RequestAuditInterceptor,
+        IdempotencyInterceptor,
+        { provide: APP_INTERCEPTOR, useClass: RequestInterceptors },
       ],
     };
   }
