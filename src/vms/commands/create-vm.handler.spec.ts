@@ -6,6 +6,7 @@ import { FaultInjectingEventStore } from '../../../test/fakes/fault-injecting-ev
 import { unconnectedDataSource } from '../../../test/fakes/unconnected-data-source';
 import { appendedAfter, givenVm, refusal } from '../../../test/fakes/vm-histories';
 import { idsFor, RequestContext } from '../../http/request/request-context';
+import { RequestRecorder, runCarrying } from '../../http/request/request-recorder';
 import { JobRepository } from '../../jobs';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { QuotaService } from '../../quotas';
@@ -177,6 +178,33 @@ describe('CreateVmHandler', () => {
     expect(error.details).toEqual({ fields: [{ field: 'flavor_id', problems: ['unknown flavor_id'] }] });
     expect(await appendedSince(before)).toEqual([]);
     expect(admission.admitted).toEqual([]);
+  });
+
+  it("commits the request's record with the create, right after the reservation, and marks it committed", async () => {
+    const { store, handler, appendedSince } = setup();
+    const recorder = new RequestRecorder(store, new DomainEventCodec(createHcpUpcasters()));
+    const carried = recorder.carry(
+      {
+        actor: 'user:alice',
+        method: 'POST',
+        route: '/v1/projects/:project_id/vms',
+        scope: 'tenant',
+        params: { project_id: 'p1' },
+      },
+      'trace-create',
+    );
+    const before = await store.headPosition();
+
+    const accepted = await runCarrying(carried, () => handler.execute(new CreateVmCommand('p1', WEB_1, ALICE)));
+
+    expect((await appendedSince(before)).map(([stream, type]) => [stream, type])).toEqual([
+      [quotaStreamId('p1'), 'QuotaReserved'],
+      [carried.request.streamId, 'RequestReceived'],
+      [carried.request.streamId, 'RequestAnswered'],
+      [vmStreamId(accepted.resource_id), 'VmCreateRequested'],
+      [jobStreamId(accepted.job_id), 'JobQueued'],
+    ]);
+    expect(carried.committedJobId).toBe(accepted.job_id);
   });
 
   it('leaves nothing behind, reservation included, when the commit of the create fails', async () => {

@@ -5,6 +5,7 @@ import { QuotaService } from '../../quotas';
 import { CatalogService } from '../../catalog';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
+import { carriedRequest } from '../../http/request/request-recorder';
 import { JobAccepted, JobAdmission, JobOpening } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
@@ -57,15 +58,23 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
     // in the quota's group commit: one transaction for every create waiting on the project. A refusal
     // (403 QUOTA_EXCEEDED) leaves nothing behind. On EventStoreDB the streams are written in this order,
     // and a crash part-way leaves a prefix the VM job dispatcher completes (a VM's request becomes its job).
+    // The request's own record (RequestReceived, RequestAnswered 202) commits with them too, first, so
+    // the audit trail shows it before what it caused.
+    const request = carriedRequest();
     let opening: JobOpening | undefined;
     const reserved = await this.quotas.reserve(projectId, vmId, resources, context, () => {
       opening = this.jobs.opening(queued, context);
       return {
-        appends: [this.vms.opening(vmId, events, context, 'no_stream'), ...opening.writes.appends],
+        appends: [
+          ...(request ? [request.acceptedRecord(jobId)] : []),
+          this.vms.opening(vmId, events, context, 'no_stream'),
+          ...opening.writes.appends,
+        ],
         sqlWrites: opening.writes.sqlWrites,
       };
     });
     if (reserved.alongside && opening) {
+      request?.committed(jobId);
       await this.jobs.opened(opening);
       return { resource_id: vmId, job_id: jobId };
     }

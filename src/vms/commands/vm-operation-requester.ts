@@ -13,6 +13,7 @@ import {
 import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
+import { carriedRequest } from '../../http/request/request-recorder';
 import { JobAccepted, JobAdmission, JobOpening, JobRepository } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
@@ -47,7 +48,9 @@ export class VmOperationRequester {
     if (accepted) return accepted;
     await this.assertCapable(projectId, vmId, command(jobId));
     const context = eventContext(ctx.actor, ctx.traceId);
-    // The VM's request, its job and (on PostgreSQL) the job's queue row commit in one appendMany.
+    // The VM's request, the request's record, its job and (on PostgreSQL) the job's queue row commit in
+    // one appendMany.
+    const request = carriedRequest();
     let opening: JobOpening | undefined;
     const { events, alongside } = await this.vms.update(
       vmId,
@@ -61,11 +64,14 @@ export class VmOperationRequester {
       undefined,
       (decided) => {
         opening = this.admission.opening(jobQueuedFor(decided[0] as VmRequestEvent, vmId, context), context);
-        return opening.writes;
+        const record = request ? [request.acceptedRecord(jobId)] : [];
+        return { ...opening.writes, appends: [...record, ...opening.writes.appends] };
       },
     );
-    if (alongside && opening) await this.admission.opened(opening);
-    else if (events.length > 0)
+    if (alongside && opening) {
+      request?.committed(jobId);
+      await this.admission.opened(opening);
+    } else if (events.length > 0)
       await this.admission.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
   }
