@@ -14,6 +14,7 @@ import { inputGuard } from './http/validation/input-guard';
 import { httpMetrics } from './platform/observability/http-metrics.middleware';
 import { HcpMetrics } from './platform/observability/hcp-metrics';
 import { securityHeaders } from './http/security-headers';
+import { LeanExpressAdapter } from './http/lean-express-adapter';
 import { strictValidationPipe } from './http/validation/validation-pipe';
 import { LIMITS } from './http/validation/limits';
 import { ConfigError, HcpConfig, loadConfig } from './config/hcp-config';
@@ -73,7 +74,10 @@ async function main(): Promise<void> {
     }
     throw err;
   });
-  const app = await NestFactory.create(AppModule.forRoot(runtime), { bufferLogs: true, bodyParser: false });
+  const app = await NestFactory.create(AppModule.forRoot(runtime), new LeanExpressAdapter(), {
+    bufferLogs: true,
+    bodyParser: false,
+  });
   app.useLogger(app.get(Logger));
   const metrics = app.get(HcpMetrics);
   crashGuard.countWith(metrics.unhandledErrors);
