@@ -1,4 +1,4 @@
-import { escapeLiteral, type Pool, type PoolClient, type QueryResult } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import {
   START_POSITION,
   WrongExpectedRevisionError,
@@ -17,6 +17,7 @@ import {
   type Subscription,
 } from '../event-store.port';
 import { assertStreamId } from '../stream-id';
+import { sqlLiteral } from './sql-literal';
 import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
 import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
@@ -239,7 +240,7 @@ export class PostgresEventStore implements EventStore {
     const results = await runScript(client, [
       'BEGIN',
       // Appenders to one stream take turns, so the revisions read below are still true at INSERT time.
-      ...lockKeys.map((key) => `SELECT pg_advisory_xact_lock(hashtextextended(${escapeLiteral(key)}, 0))`),
+      ...lockKeys.map((key) => `SELECT pg_advisory_xact_lock(hashtextextended(${sqlLiteral(key)}, 0))`),
       streamsStateSql(table, appends),
     ]);
     const state = results.at(-1)!.rows[0] as StreamsState;
@@ -264,7 +265,7 @@ export class PostgresEventStore implements EventStore {
       return outcomes.map((o) => ('result' in o ? o.result : unreachable()));
     }
 
-    const allocationLock = `hashtextextended(${escapeLiteral(allocationLockKey)}, 0)`;
+    const allocationLock = `hashtextextended(${sqlLiteral(allocationLockKey)}, 0)`;
     // Set before sending: if the script fails anywhere, abort() must assume the lock may be held.
     allocation.locked = true;
     const [, appendedResult] = await runScript(client, [
@@ -275,7 +276,7 @@ export class PostgresEventStore implements EventStore {
          INSERT INTO ${table} (stream_id, revision, event_id, type, data, metadata)
          SELECT e.event->>'stream', (e.event->>'revision')::bigint, (e.event->>'id')::uuid,
                 e.event->>'type', e.event->'data', e.event->'metadata'
-         FROM jsonb_array_elements(${escapeLiteral(JSON.stringify(inserts))}::jsonb) WITH ORDINALITY AS e(event, ord)
+         FROM jsonb_array_elements(${sqlLiteral(JSON.stringify(inserts))}::jsonb) WITH ORDINALITY AS e(event, ord)
          ORDER BY e.ord
          RETURNING stream_id, position, revision
        ), per_stream AS (
@@ -364,11 +365,11 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-/** Ids are validated UUIDs and every string goes through escapeLiteral, so the script needs no parameters. */
+/** Ids are validated UUIDs and every string goes through sqlLiteral, so the script needs no parameters. */
 function streamsStateSql(table: string, appends: StreamAppend[]): string {
-  const allIds = appends.flatMap((a) => a.events.map((e) => escapeLiteral(e.id)));
+  const allIds = appends.flatMap((a) => a.events.map((e) => sqlLiteral(e.id)));
   const ids = `ARRAY[${allIds.join(', ')}]::uuid[]`;
-  const streams = `ARRAY[${appends.map((a) => escapeLiteral(a.streamId)).join(', ')}]::text[]`;
+  const streams = `ARRAY[${appends.map((a) => sqlLiteral(a.streamId)).join(', ')}]::text[]`;
   return `SELECT pg_current_xact_id_if_assigned() IS NULL AS fresh,
             (SELECT json_agg(json_build_object('revision', last.revision::text, 'position', last.position::text)
                       ORDER BY s.ord)
@@ -413,7 +414,7 @@ function inlined({ sql, params }: SqlWrite): string {
     const index = Number(n) - 1;
     if (index < 0 || index >= params.length) throw new TypeError(`SQL write refers to $${n}, which has no parameter`);
     const value = params[index];
-    return value === null || value === undefined ? 'NULL' : escapeLiteral(value);
+    return value === null || value === undefined ? 'NULL' : sqlLiteral(value);
   });
 }
 
