@@ -4,6 +4,8 @@ export interface ChildSpec {
   /** Name in the logs: `api-1`, `worker+projections`. */
   name: string;
   env: Record<string, string>;
+  /** Node flags of this child, after the launcher's own (V8 heap settings). */
+  nodeFlags?: string[];
 }
 
 export interface SupervisorLogger {
@@ -132,6 +134,7 @@ export class ProcessSupervisor {
     slot.restartTimer = null;
     slot.listened = false;
     slot.startedAt = Date.now();
+    cluster.setupPrimary({ execArgv: [...process.execArgv, ...(slot.spec.nodeFlags ?? [])] });
     slot.worker = cluster.fork({ ...slot.spec.env, HCP_CHILD_NAME: slot.spec.name });
     this.options.logger.log(`${slot.spec.name} started (pid ${slot.worker.process.pid})`);
   }
