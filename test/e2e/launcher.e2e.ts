@@ -89,8 +89,14 @@ describe('npm start uses the machine', () => {
     expect((await jobFinished(api, 'demo', created.body.job_id, 60_000)).status).toBe('succeeded');
 
     process.kill(apiPids[0], 'SIGKILL');
-    // The other process answers meanwhile; the killed one is started again under the same name.
-    expect((await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body.status).toBe('running');
+    const exitLine = new RegExp(`api-1 \\(pid ${apiPids[0]}\\) exited with signal SIGKILL: restarting`);
+    await eventually(async () => exitLine.test(output) || undefined, `the launcher saw api-1 die:\n${output}`);
+    // Connections the killed process held were reset; every new one is answered by the other meanwhile
+    // (each request below opens a connection of its own), and the killed one is started again.
+    const vmPath = `/v1/projects/demo/vms/${created.body.resource_id}`;
+    const fresh = await getOnNewConnection(`${baseUrl}${vmPath}`, token);
+    expect(fresh.status).toBe(200);
+    expect(JSON.parse(fresh.body).status).toBe('running');
     const restarted = await eventually(
       async () => {
         const pids = startedPids(output, /api-\d+/).filter((p) => !apiPids.includes(p));
@@ -99,8 +105,7 @@ describe('npm start uses the machine', () => {
       `the killed API process started again:\n${output}`,
       60_000,
     );
-    expect(output).toMatch(new RegExp(`api-1 \\(pid ${apiPids[0]}\\) exited with signal SIGKILL: restarting`));
-    for (let i = 0; i < 10; i++) expect((await api.get('/v1/zones')).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await getOnNewConnection(`${baseUrl}/v1/zones`, token)).status).toBe(200);
 
     launcher.kill('SIGTERM');
     expect(await exit).toEqual({ code: 0, signal: null });
@@ -124,6 +129,19 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A GET on a connection of its own (no keep-alive pool that could hold one to a killed process). */
+function getOnNewConnection(url: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 function get(url: string, agent: Agent): Promise<number> {
