@@ -13,7 +13,6 @@ import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { rateLimits, RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { RequestAuditInterceptor } from './request/request-audit.interceptor';
-import { RequestInterceptors } from './request-interceptors';
 import { RequestRecorder } from './request/request-recorder';
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
@@ -48,10 +47,9 @@ export class HttpModule implements OnModuleInit {
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
-        // The request is recorded for the audit trail, then deduplicated (one interceptor running both).
-        RequestAuditInterceptor,
-        IdempotencyInterceptor,
-        { provide: APP_INTERCEPTOR, useClass: RequestInterceptors },
+        // Interceptors run in this order: the request is recorded for the audit trail, then deduplicated.
+        { provide: APP_INTERCEPTOR, useClass: RequestAuditInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
       ],
     };
   }
