@@ -65,9 +65,15 @@ async function launch(): Promise<void> {
     });
 
   const specs = childSpecs(config, shared.env);
-  // The worker's process seeds the catalog before it listens: the API starts once there is one.
-  await supervisor.start(specs.background);
-  await Promise.all(specs.api.map((spec) => supervisor.start(spec)));
+  try {
+    // The worker's process seeds the catalog before it listens: the API starts once there is one.
+    await supervisor.start(specs.background);
+    await Promise.all(specs.api.map((spec) => supervisor.start(spec)));
+  } catch (err) {
+    // A child that kept failing at start: the launcher is already stopping the rest and the database.
+    if (finishing) return finishing;
+    throw err;
+  }
   logger.log(
     `HCP listening on http://${config.host}:${config.port}: ${specs.api.length} API process(es), one for the worker and projections (${supervisor
       .pids()

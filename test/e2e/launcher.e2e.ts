@@ -116,6 +116,35 @@ describe('npm start uses the machine', () => {
   }, 300_000);
 });
 
+describe('npm start whose children cannot start', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'hcp-launcher-e2e-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('gives up with exit 1 and stops the embedded PostgreSQL', async () => {
+    // A setting only the children validate: each exits 2 (configuration), which no restart can mend.
+    const launcher = spawn(process.execPath, [path.join(ROOT, 'scripts/ts-run.js'), 'src/launcher/main.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        HCP_DATA_DIR: dataDir,
+        HCP_API_PROCESSES: '1',
+        HCP_SIMULATOR_FAULTS: 'not a fault',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    launcher.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+    launcher.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise((resolve) => launcher.once('exit', (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(output).toContain('worker+projections exited with code 2 before it started');
+    expect(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 180_000);
+});
+
 /** The pids the launcher logged as started for children whose name matches. */
 function startedPids(log: string, name: RegExp): number[] {
   const pattern = new RegExp(`(${name.source}) started \\(pid (\\d+)\\)`, 'g');
