@@ -109,4 +109,26 @@ describe('RequestRecorder', () => {
     expect(events[1].event.data).toMatchObject({ status: 403, error_code: 'QUOTA_EXCEEDED', job_id: null });
     expect(carried.committedJobId).toBeNull();
   });
+
+  it('stamps an answer written in the same append as its receipt after it, so the trail reads received first', async () => {
+    const { recorder, store, codec } = setup();
+    const facts = {
+      actor: 'tom',
+      method: 'POST',
+      route: '/v1/projects/:project_id/vms',
+      scope: 'tenant' as const,
+      params: { project_id: 'p1' },
+    };
+    const accepted = recorder.carry(facts, 'trace-5');
+    const refused = recorder.carry(facts, 'trace-6');
+
+    await store.appendMany([accepted.acceptedRecord('0b0e7c1e-4a5f-4d55-9a39-1c1f6a3f9f12')]);
+    await recorder.recordedAfter(refused, { status: 403, error_code: 'QUOTA_EXCEEDED', job_id: null }, 'trace-6');
+
+    for (const carried of [accepted, refused]) {
+      const [received, answered] = (await store.readStream(carried.request.streamId)).map((r) => codec.decode(r));
+      expect(received.event.type).toBe('RequestReceived');
+      expect(Date.parse(answered.at)).toBeGreaterThan(Date.parse(received.at));
+    }
+  });
 });

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import {
+  EventContext,
   REQUEST_EVENT_VERSIONS,
   REQUEST_STREAM_PREFIX,
   ReceivedFacts,
@@ -41,6 +42,8 @@ export class CarriedRequest {
 
   constructor(
     readonly request: RecordedRequest,
+    /** When the request came in: its RequestReceived's time, however late the record is written. */
+    readonly receivedAt: Date,
     private readonly appendOf: (jobId: string) => StreamAppend,
   ) {}
 
@@ -104,8 +107,11 @@ export class RequestRecorder {
     const id = randomUUID();
     const answeredId = randomUUID();
     const request: RecordedRequest = { streamId: `${REQUEST_STREAM_PREFIX}${id}`, received };
-    const context = eventContext(received.actor, traceId);
-    return new CarriedRequest(request, (jobId) => ({
+    const receivedAt = new Date();
+    const context = eventContext(received.actor, traceId, receivedAt);
+    // Stamped once, on the first commit attempt: a retried commit repeats the same events exactly.
+    let answered: EventContext | undefined;
+    return new CarriedRequest(request, receivedAt, (jobId) => ({
       streamId: request.streamId,
       events: [
         this.codec.encode(
@@ -115,7 +121,7 @@ export class RequestRecorder {
         ),
         this.codec.encode(
           this.answeredEvent(request, { status: 202, error_code: null, job_id: jobId }),
-          context,
+          (answered ??= answeredContext(received.actor, traceId, receivedAt)),
           answeredId,
         ),
       ],
@@ -126,7 +132,7 @@ export class RequestRecorder {
   /** Records a carried request its handler did not commit: both events at once, with the outcome. */
   async recordedAfter(request: CarriedRequest, outcome: RequestOutcome, traceId: string): Promise<void> {
     const { streamId, received } = request.request;
-    const context = eventContext(received.actor, traceId);
+    const context = eventContext(received.actor, traceId, request.receivedAt);
     await this.store.append(
       streamId,
       [
@@ -135,7 +141,10 @@ export class RequestRecorder {
           context,
           streamId.slice(REQUEST_STREAM_PREFIX.length),
         ),
-        this.codec.encode(this.answeredEvent(request.request, outcome), context),
+        this.codec.encode(
+          this.answeredEvent(request.request, outcome),
+          answeredContext(received.actor, traceId, request.receivedAt),
+        ),
       ],
       'no_stream',
     );
@@ -188,4 +197,12 @@ export class RequestRecorder {
   ): Promise<void> {
     await this.store.append(streamId, [this.codec.encode(event, eventContext(actor, traceId), eventId)], expected);
   }
+}
+
+/**
+ * The answer's own moment, and never the millisecond of its receipt: the audit trail orders records by
+ * time, and a request's two records written in one append must still read received, then answered.
+ */
+function answeredContext(actor: string, traceId: string, receivedAt: Date): EventContext {
+  return eventContext(actor, traceId, new Date(Math.max(Date.now(), receivedAt.getTime() + 1)));
 }
