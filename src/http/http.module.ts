@@ -1,7 +1,8 @@
 import { DynamicModule, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { BearerAuthenticator } from '@hcp/auth';
+import { BearerTokenStrategy } from '@hcp/auth';
 import { HcpConfig } from '../config/hcp-config';
 import { PeriodicTasks } from '../platform/background/periodic-tasks';
 import { AccessGuard } from './auth/access.guard';
@@ -34,10 +35,11 @@ export class HttpModule implements OnModuleInit {
     return {
       module: HttpModule,
       imports: [
+        PassportModule,
         ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
       ],
       providers: [
-        BearerAuthenticator,
+        BearerTokenStrategy,
         BreakGlassRecorder,
         RequestRecorder,
         IdempotencyStore,

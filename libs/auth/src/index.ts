@@ -4,5 +4,5 @@ export * from './dev-token';
 export * from './route-policies';
 export * from './access-decision';
 export * from './token-verifier';
-export * from './bearer-authenticator';
+export * from './bearer.strategy';
 export * from './internal-route-policies';

@@ -1,14 +1,7 @@
 import { CanActivate, createParamDecorator, ExecutionContext, Injectable } from '@nestjs/common';
+import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
-import {
-  AccessGrant,
-  BearerAuthenticator,
-  decideAccess,
-  INTERNAL_ROUTE_POLICIES,
-  Principal,
-  ROUTE_POLICIES,
-  routeKey,
-} from '@hcp/auth';
+import { AccessGrant, decideAccess, INTERNAL_ROUTE_POLICIES, Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
 import { BreakGlassRecorder } from './break-glass.recorder';
 import { traceIdOf } from '../request/request-id';
@@ -17,17 +10,15 @@ type AuthorizedRequest = Request & { user?: Principal; accessGrant?: AccessGrant
 
 /**
  * Every request passes here: the route's policy comes from the table in libs/auth, the bearer token is
- * verified by libs/auth's BearerAuthenticator, and the decision is libs/auth's `decideAccess`. No
- * controller decides access.
+ * verified by passport, and the decision is libs/auth's `decideAccess`. No controller decides access.
  */
 @Injectable()
-export class AccessGuard implements CanActivate {
-  constructor(
-    private readonly breakGlass: BreakGlassRecorder,
-    private readonly bearer: BearerAuthenticator,
-  ) {}
+export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
+  constructor(private readonly breakGlass: BreakGlassRecorder) {
+    super();
+  }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<AuthorizedRequest>();
     const key = routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '');
     // The internal router has its own guard (src/hosts: host credentials, bootstrap tokens); a JWT means
@@ -35,7 +26,7 @@ export class AccessGuard implements CanActivate {
     if (INTERNAL_ROUTE_POLICIES[key]) return true;
     const policy = ROUTE_POLICIES[key];
     if (policy?.scope === 'public') return true;
-    if (policy) req.user = await this.authenticated(req);
+    if (policy) await super.canActivate(context);
     const projectId = typeof req.params.project_id === 'string' ? req.params.project_id : undefined;
     let grant: AccessGrant;
     try {
@@ -59,10 +50,9 @@ export class AccessGuard implements CanActivate {
   }
 
   /** Any verification failure is the same UNAUTHORIZED, without saying which check failed. */
-  private async authenticated(req: AuthorizedRequest): Promise<Principal> {
-    const principal = await this.bearer.authenticate(req).catch(() => null);
-    if (!principal) throw new HcpError('UNAUTHORIZED', 'a valid bearer token is required');
-    return principal;
+  override handleRequest<T>(err: unknown, user: T): T {
+    if (err || !user) throw new HcpError('UNAUTHORIZED', 'a valid bearer token is required');
+    return user;
   }
 }
 
