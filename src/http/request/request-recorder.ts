@@ -111,6 +111,10 @@ export class RequestRecorder {
     const context = eventContext(received.actor, traceId, receivedAt);
     // Stamped once, on the first commit attempt: a retried commit repeats the same events exactly.
     let answered: EventContext | undefined;
+    const answeredAt = () => {
+      answered ??= answeredContext(received.actor, traceId, receivedAt);
+      return answered;
+    };
     return new CarriedRequest(request, receivedAt, (jobId) => ({
       streamId: request.streamId,
       events: [
@@ -121,7 +125,7 @@ export class RequestRecorder {
         ),
         this.codec.encode(
           this.answeredEvent(request, { status: 202, error_code: null, job_id: jobId }),
-          (answered ??= answeredContext(received.actor, traceId, receivedAt)),
+          answeredAt(),
           answeredId,
         ),
       ],

@@ -439,15 +439,13 @@ describe('quota properties', () => {
   it('folds a group step by step exactly as one by one, each step right when returned, the start unchanged', () => {
     const step: fc.Arbitrary<QuotaEvent[]> = fc.array(
       fc.oneof(
-        fc
-          .tuple(vmId, resources)
-          .map(
-            ([id, r]): QuotaEvent => ({
-              type: 'QuotaReserved',
-              version: 1,
-              data: { project_id: P, vm_id: id, resources: r },
-            }),
-          ),
+        fc.tuple(vmId, resources).map(
+          ([id, r]): QuotaEvent => ({
+            type: 'QuotaReserved',
+            version: 1,
+            data: { project_id: P, vm_id: id, resources: r },
+          }),
+        ),
         vmId.map((id): QuotaEvent => ({ type: 'QuotaReleased', version: 1, data: { project_id: P, vm_id: id } })),
       ),
       { maxLength: 3 },
