@@ -3,14 +3,7 @@ import { DataSource } from 'typeorm';
 import { EventContext, JobQueued } from '@hcp/domain';
 import type { AlongsideWrites } from '../../platform/event-sourcing/aggregate-repository';
 import { JobRepository } from '../job.repository';
-import { JOB_QUEUE_CHANNEL, JobQueue, queuedJobOf } from './job-queue';
-
-/**
- * The job's queue row as JobQueue.enqueue inserts it, as a write that commits with the events of the
- * request that opens the job. An existing row (a dispatcher got there first) is left as it is.
- */
-const QUEUE_ROW_SQL = `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
-  VALUES ($1::uuid, $2, $3, $4::uuid, 'queued', now()) ON CONFLICT (job_id) DO NOTHING`;
+import { JOB_QUEUE_CHANNEL, JobQueue, queuedJobOf, queueRowsWrite } from './job-queue';
 
 /**
  * Opens a job the moment its request is accepted: its JobQueued event, then its queue row, so a worker
@@ -52,7 +45,6 @@ export class JobAdmission {
    * commits SQL writes with its events, its queue row. Once they are committed, call `opened`.
    */
   opening(queued: JobQueued, context: EventContext): JobOpening {
-    const row = queuedJobOf(queued);
     const withRow = this.jobs.commitsSqlWrites;
     return {
       queued,
@@ -60,9 +52,7 @@ export class JobAdmission {
       rowCommitted: withRow,
       writes: {
         appends: [this.jobs.opening(queued, context)],
-        sqlWrites: withRow
-          ? [{ sql: QUEUE_ROW_SQL, params: [row.job_id, row.project_id, row.type, row.resource_id] }]
-          : [],
+        sqlWrites: withRow ? [queueRowsWrite([queuedJobOf(queued)])] : [],
       },
     };
   }
