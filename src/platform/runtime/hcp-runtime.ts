@@ -7,12 +7,12 @@ import { exportJWK } from 'jose';
 import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
 import { createHcpUpcasters } from '@hcp/domain';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
-import { startEmbeddedPostgres } from '@hcp/local-postgres';
 import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
 import { survivePoolConnectionLoss } from '../persistence/lost-connections';
 import { migrate } from '../persistence/migrate';
+import { openEmbeddedDatabase } from './embedded-database';
 
 /** A request waiting on a database that is down fails after this instead of hanging on the pool. */
 export const EVENT_STORE_CONNECTION_TIMEOUT_MS = 5000;
@@ -43,14 +43,7 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
-      const embedded = await startEmbeddedPostgres({
-        dataDir: config.dataDir,
-        port: config.embeddedPostgresPort,
-        logger,
-        // HCP outlives its database: a server that dies under it comes back on the same port, and the
-        // pools below reconnect to it.
-        supervise: true,
-      });
+      const embedded = await openEmbeddedDatabase(config, logger);
       closers.push(() => embedded.stop());
       databaseUrl = embedded.connectionString;
       logger.log(`embedded PostgreSQL running in ${config.dataDir}`);

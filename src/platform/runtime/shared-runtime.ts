@@ -1,11 +1,11 @@
 import { Logger } from '@nestjs/common';
 import * as path from 'node:path';
 import { loadOrCreateDevSigningKey } from '@hcp/auth';
-import { startEmbeddedPostgres } from '@hcp/local-postgres';
 import { GENERATED_KEYRING_FILE, loadSecretsFromEnv } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
 import { migrate } from '../persistence/migrate';
+import { openEmbeddedDatabase } from './embedded-database';
 
 /**
  * What several HCP processes on one data folder must share and must not each create: the embedded
@@ -25,12 +25,7 @@ export async function openSharedRuntime(config: HcpConfig): Promise<SharedRuntim
   let stopDatabase: () => Promise<void> = async () => undefined;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      port: config.embeddedPostgresPort,
-      logger,
-      supervise: true,
-    });
+    const embedded = await openEmbeddedDatabase(config, logger);
     stopDatabase = () => embedded.stop();
     databaseUrl = embedded.connectionString;
     env.DATABASE_URL = databaseUrl;
