@@ -1,15 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  EventContext,
-  evolveQuota,
-  evolveQuotaAll,
-  QuotaEvent,
-  QuotaState,
-  quotaGroupFold,
-  quotaStreamId,
-} from '@hcp/domain';
+import { EventContext, evolveQuota, evolveQuotaAll, QuotaEvent, QuotaState, quotaStreamId } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository, AlongsideWrites, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
+import { AggregateRepository, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE } from '../platform/tokens';
 
 /**
@@ -25,16 +17,8 @@ const MAX_GROUP = 256;
 interface Waiting {
   decide: (state: QuotaState | null) => QuotaEvent[];
   context: EventContext;
-  alongside?: (events: QuotaEvent[]) => AlongsideWrites | undefined;
-  resolve: (result: QuotaDecided) => void;
+  resolve: (result: { state: QuotaState | null; events: QuotaEvent[] }) => void;
   reject: (error: unknown) => void;
-}
-
-/** A decision on the quota as it was committed; `alongside`: the caller's writes committed with it. */
-export interface QuotaDecided {
-  state: QuotaState | null;
-  events: QuotaEvent[];
-  alongside: boolean;
 }
 
 /**
@@ -46,9 +30,6 @@ export interface QuotaDecided {
  * against the state the ones before it leave) and appended in one append. So a burst of creates in one
  * project costs one load and one append per group, not per create; only writers in other processes can
  * conflict, and after a conflict a group waits a random, growing pause before it decides again.
- *
- * A decision may bring writes to commit with it (a create's VM, job and queue row): the group's
- * appendMany carries them all, so a burst of creates costs one transaction per group, not per stream.
  */
 @Injectable()
 export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent> {
@@ -67,15 +48,6 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
   }
 
   /**
-   * A group's decisions share one copy of the reservations per round instead of one per decision. The
-   * states of the decisions before the last see the reservations of those after them; callers use only
-   * their usage and limits (presentQuota), never the reservations.
-   */
-  protected override groupFold() {
-    return quotaGroupFold();
-  }
-
-  /**
    * Decides on the project's quota, in a group with the decisions waiting beside it. A refusal of the
    * decision itself (QUOTA_EXCEEDED, INVALID_REQUEST) is this caller's alone and never retried.
    */
@@ -84,14 +56,12 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
     decide: (state: QuotaState | null) => QuotaEvent[],
     context: EventContext,
     options: RetryOptions = QUOTA_CONTENTION,
-    alongside?: Waiting['alongside'],
-  ): Promise<QuotaDecided> {
+  ): Promise<{ state: QuotaState | null; events: QuotaEvent[] }> {
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { decide, context, alongside, resolve, reject };
       const queue = this.waiting.get(projectId);
-      if (queue) return void queue.push(waiting);
+      if (queue) return void queue.push({ decide, context, resolve, reject });
       // Nobody is writing this project: this caller starts the groups and runs until the queue is empty.
-      this.waiting.set(projectId, [waiting]);
+      this.waiting.set(projectId, [{ decide, context, resolve, reject }]);
       void this.writeGroups(projectId, options);
     });
   }
@@ -103,8 +73,7 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
       try {
         const outcomes = await this.updateMany(projectId, group, options);
         for (const [i, outcome] of outcomes.entries()) {
-          if (outcome.ok)
-            group[i].resolve({ state: outcome.state, events: outcome.events, alongside: outcome.alongside });
+          if (outcome.ok) group[i].resolve({ state: outcome.state, events: outcome.events });
           else group[i].reject(outcome.error);
         }
       } catch (err) {
