@@ -57,13 +57,18 @@ export class RssSampler {
   }
 
   private read(field: 'VmRSS' | 'VmHWM'): number | null {
-    try {
-      const status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
-      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-      return match ? Number(match[1]) : null;
-    } catch {
-      return null; // the process is gone
-    }
+    return procStatusKb(this.pid, field);
+  }
+}
+
+/** One memory figure of /proc/<pid>/status in kB, or null when the process is gone. */
+export function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null; // the process is gone
   }
 }
 

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { procStatusKb } from './proc';
 
 /** What the scenarios read of HCP's memory, whether HCP is one process or the launcher's several. */
 export interface RssWatch {
@@ -51,15 +52,16 @@ export class ProcessTreeRss implements RssWatch {
   }
 
   hwmMb(): number | null {
-    const values = this.processes()
-      .filter((p) => p.name.startsWith('api-') || this.processes().length === 1)
-      .map((p) => field(p.pid, 'VmHWM'))
+    const processes = this.processes();
+    const values = processes
+      .filter((p) => p.name.startsWith('api-') || processes.length === 1)
+      .map((p) => procStatusKb(p.pid, 'VmHWM'))
       .filter((kb): kb is number => kb !== null);
     return values.length > 0 ? Math.max(...values) / 1024 : null;
   }
 
   rssMb(): number | null {
-    const values = this.processes().map((p) => field(p.pid, 'VmRSS') ?? 0);
+    const values = this.processes().map((p) => procStatusKb(p.pid, 'VmRSS') ?? 0);
     return values.length > 0 ? values.reduce((a, b) => a + b, 0) / 1024 : null;
   }
 
@@ -81,7 +83,7 @@ export class ProcessTreeRss implements RssWatch {
   private sample(): void {
     let sum = 0;
     for (const { pid, name } of this.processes()) {
-      const kb = field(pid, 'VmRSS');
+      const kb = procStatusKb(pid, 'VmRSS');
       if (kb === null) continue;
       sum += kb;
       if (kb > (this.peaks.get(name) ?? 0)) this.peaks.set(name, kb);
@@ -114,15 +116,6 @@ function childName(pid: number): string | null {
   try {
     const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
     return env.find((e) => e.startsWith('HCP_CHILD_NAME='))?.slice('HCP_CHILD_NAME='.length) ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function field(pid: number, name: 'VmRSS' | 'VmHWM'): number | null {
-  try {
-    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) : null;
   } catch {
     return null;
   }
