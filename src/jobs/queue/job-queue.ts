@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { DEFAULT_JOB_DEADLINE_MS, type JobQueued } from '@hcp/domain';
-import type { SqlWrite } from '@hcp/eventstore';
 import { queryReturning } from '../../platform/persistence/returning';
 
 /** Channel that wakes idle workers when jobs become due. */
@@ -25,20 +24,6 @@ export interface NewQueuedJob {
   resource_id: string;
 }
 
-/**
- * The queue rows of new jobs as one INSERT, for enqueue and for a request that commits its job with its
- * own events. A row that exists already (a dispatcher got there first) is left as it is.
- */
-export function queueRowsWrite(jobs: NewQueuedJob[]): SqlWrite {
-  return {
-    sql: `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
-       SELECT j.job_id, j.project_id, j.type, j.resource_id, 'queued', now()
-       FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid)
-       ON CONFLICT (job_id) DO NOTHING`,
-    params: [JSON.stringify(jobs)],
-  };
-}
-
 export function queuedJobOf({ data }: JobQueued): NewQueuedJob {
   return { job_id: data.job_id, project_id: data.project_id, type: data.type, resource_id: data.resource_id };
 }
@@ -55,8 +40,13 @@ export class JobQueue {
   /** Inserts queue rows for newly requested jobs (inside the dispatcher's transaction) and wakes workers. */
   async enqueue(tx: EntityManager, jobs: NewQueuedJob[]): Promise<void> {
     if (jobs.length === 0) return;
-    const insert = queueRowsWrite(jobs);
-    await tx.query(insert.sql, insert.params);
+    await tx.query(
+      `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
+       SELECT j.job_id, j.project_id, j.type, j.resource_id, 'queued', now()
+       FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid)
+       ON CONFLICT (job_id) DO NOTHING`,
+      [JSON.stringify(jobs)],
+    );
     await tx.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`);
   }
 
@@ -87,17 +77,6 @@ export class JobQueue {
       [owner, leaseMs, limit],
     );
     return rows as unknown as LeasedJob[];
-  }
-
-  /** Extends the lease; false when it was lost (expired and taken by another worker). */
-  async renew(jobId: string, owner: string, leaseMs: number): Promise<boolean> {
-    const rows = await queryReturning(
-      this.db,
-      `UPDATE job_queue SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
-       WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased' RETURNING job_id`,
-      [jobId, owner, leaseMs],
-    );
-    return rows.length === 1;
   }
 
   async requeue(jobId: string, owner: string, availableAt: Date): Promise<void> {
@@ -178,7 +157,7 @@ export class JobQueue {
   }
 
   // The statements a worker holding many jobs at once makes for all of them together (group commit);
-  // each row is still guarded by its lease owner, as in `renew` and `complete`.
+  // each row is still guarded by its lease owner, as in `complete`.
 
   /** Extends the leases this owner still holds among `jobIds`; returns the ids it holds. */
   async renewMany(jobIds: string[], owner: string, leaseMs: number): Promise<Set<string>> {
