@@ -2,7 +2,7 @@
 export { JobsModule } from './jobs.module';
 export type { JobAccepted } from './job-accepted';
 export { JobRepository } from './job.repository';
-export { JobAdmission } from './queue/job-admission';
+export { JobAdmission, type JobOpening } from './queue/job-admission';
 export { JobQueue, queuedJobOf } from './queue/job-queue';
 export { dispatchContextOf, queueMissingJobs, type DispatchedJob } from './queue/job-dispatch';
 export { JOB_WORKER_ACTOR, type JobAttempt, type JobExecutor, type JobWork } from './worker/job-executor';

@@ -8,7 +8,7 @@ import {
   JobState,
   jobStreamId,
 } from '@hcp/domain';
-import { DomainEventCodec, EventStore, WrongExpectedRevisionError } from '@hcp/eventstore';
+import { DomainEventCodec, EventStore, StreamAppend, WrongExpectedRevisionError } from '@hcp/eventstore';
 import { HcpConfig } from '../config/hcp-config';
 import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE, HCP_CONFIG } from '../platform/tokens';
@@ -37,17 +37,28 @@ export class JobRepository extends AggregateRepository<JobState, JobEvent> {
    * job id, so whoever comes second changes nothing (its deadline included).
    */
   async ensureQueued(queued: JobQueued, context: EventContext): Promise<void> {
-    const stamped: JobQueued = queued.data.deadline
-      ? queued
-      : { ...queued, data: { ...queued.data, deadline: this.deadlineFrom(context.occurred_at) } };
+    const { streamId, events, expected } = this.opening(queued, context);
     try {
-      await this.store.append(
-        this.streamOf(queued.data.job_id),
-        [this.codec.encode(stamped, context, queued.data.job_id)],
-        'no_stream',
-      );
+      await this.store.append(streamId, events, expected);
     } catch (err) {
       if (!(err instanceof WrongExpectedRevisionError)) throw err;
     }
+  }
+
+  /** Whether the event store commits SQL writes (a job's queue row) with its events. */
+  get commitsSqlWrites(): boolean {
+    return this.store.commitsSqlWrites;
+  }
+
+  /** The append that opens the job's stream, to commit with the request that opens the job. */
+  opening(queued: JobQueued, context: EventContext): StreamAppend {
+    const stamped: JobQueued = queued.data.deadline
+      ? queued
+      : { ...queued, data: { ...queued.data, deadline: this.deadlineFrom(context.occurred_at) } };
+    return {
+      streamId: this.streamOf(queued.data.job_id),
+      events: [this.codec.encode(stamped, context, queued.data.job_id)],
+      expected: 'no_stream',
+    };
   }
 }

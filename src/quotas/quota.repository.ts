@@ -1,7 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { EventContext, evolveQuota, evolveQuotaAll, QuotaEvent, QuotaState, quotaStreamId } from '@hcp/domain';
+import {
+  EventContext,
+  evolveQuota,
+  evolveQuotaAll,
+  QuotaEvent,
+  QuotaState,
+  quotaGroupFold,
+  quotaStreamId,
+} from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
-import { AggregateRepository, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
+import { AggregateRepository, AlongsideWrites, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE } from '../platform/tokens';
 
 /**
@@ -17,8 +25,16 @@ const MAX_GROUP = 256;
 interface Waiting {
   decide: (state: QuotaState | null) => QuotaEvent[];
   context: EventContext;
-  resolve: (result: { state: QuotaState | null; events: QuotaEvent[] }) => void;
+  alongside?: (events: QuotaEvent[]) => AlongsideWrites | undefined;
+  resolve: (result: QuotaDecided) => void;
   reject: (error: unknown) => void;
+}
+
+/** A decision on the quota as it was committed; `alongside`: the caller's writes committed with it. */
+export interface QuotaDecided {
+  state: QuotaState | null;
+  events: QuotaEvent[];
+  alongside: boolean;
 }
 
 /**
@@ -30,6 +46,9 @@ interface Waiting {
  * against the state the ones before it leave) and appended in one append. So a burst of creates in one
  * project costs one load and one append per group, not per create; only writers in other processes can
  * conflict, and after a conflict a group waits a random, growing pause before it decides again.
+ *
+ * A decision may bring writes to commit with it (a create's VM, job and queue row): the group's
+ * appendMany carries them all, so a burst of creates costs one transaction per group, not per stream.
  */
 @Injectable()
 export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent> {
@@ -48,6 +67,15 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
   }
 
   /**
+   * A group's decisions share one copy of the reservations per round instead of one per decision. The
+   * states of the decisions before the last see the reservations of those after them; callers use only
+   * their usage and limits (presentQuota), never the reservations.
+   */
+  protected override groupFold() {
+    return quotaGroupFold();
+  }
+
+  /**
    * Decides on the project's quota, in a group with the decisions waiting beside it. A refusal of the
    * decision itself (QUOTA_EXCEEDED, INVALID_REQUEST) is this caller's alone and never retried.
    */
@@ -56,12 +84,14 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
     decide: (state: QuotaState | null) => QuotaEvent[],
     context: EventContext,
     options: RetryOptions = QUOTA_CONTENTION,
-  ): Promise<{ state: QuotaState | null; events: QuotaEvent[] }> {
+    alongside?: Waiting['alongside'],
+  ): Promise<QuotaDecided> {
     return new Promise((resolve, reject) => {
+      const waiting: Waiting = { decide, context, alongside, resolve, reject };
       const queue = this.waiting.get(projectId);
-      if (queue) return void queue.push({ decide, context, resolve, reject });
+      if (queue) return void queue.push(waiting);
       // Nobody is writing this project: this caller starts the groups and runs until the queue is empty.
-      this.waiting.set(projectId, [{ decide, context, resolve, reject }]);
+      this.waiting.set(projectId, [waiting]);
       void this.writeGroups(projectId, options);
     });
   }
@@ -73,7 +103,8 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
       try {
         const outcomes = await this.updateMany(projectId, group, options);
         for (const [i, outcome] of outcomes.entries()) {
-          if (outcome.ok) group[i].resolve({ state: outcome.state, events: outcome.events });
+          if (outcome.ok)
+            group[i].resolve({ state: outcome.state, events: outcome.events, alongside: outcome.alongside });
           else group[i].reject(outcome.error);
         }
       } catch (err) {

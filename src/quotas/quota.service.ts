@@ -3,7 +3,8 @@ import { DataSource } from 'typeorm';
 import { decideQuota, EventContext, QuotaLimits, QuotaResources } from '@hcp/domain';
 import { QuotaReadModelRow } from '@hcp/projections';
 import { presentQuota, QuotaView } from './quota.presenter';
-import { QuotaRepository } from './quota.repository';
+import type { AlongsideWrites } from '../platform/event-sourcing/aggregate-repository';
+import { QUOTA_CONTENTION, QuotaRepository } from './quota.repository';
 
 /**
  * Project quotas. Writes decide on the quota aggregate (one stream per project) with optimistic
@@ -21,13 +22,25 @@ export class QuotaService {
    * Holds `resources` and one instance for the VM against its project's quota, or throws
    * QUOTA_EXCEEDED (403) naming the resource. Reserving a VM that already holds a reservation (a
    * retried request) changes nothing.
+   *
+   * `alongside` are writes to commit with a new reservation (not with a held one: nothing is written
+   * then); the answer says whether they were.
    */
-  async reserve(projectId: string, vmId: string, resources: QuotaResources, ctx: EventContext): Promise<void> {
-    await this.quotas.updateContended(
+  async reserve(
+    projectId: string,
+    vmId: string,
+    resources: QuotaResources,
+    ctx: EventContext,
+    alongside?: () => AlongsideWrites,
+  ): Promise<{ alongside: boolean }> {
+    const decided = await this.quotas.updateContended(
       projectId,
       (state) => decideQuota(state, { type: 'reserve', project_id: projectId, vm_id: vmId, resources }),
       ctx,
+      QUOTA_CONTENTION,
+      alongside,
     );
+    return { alongside: decided.alongside };
   }
 
   /** Gives the VM's reservation back; returns whether it held one (false: unknown or released already). */

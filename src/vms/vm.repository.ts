@@ -8,7 +8,8 @@ import {
   VmState,
   vmStreamId,
 } from '@hcp/domain';
-import { DomainEventCodec, EventStore } from '@hcp/eventstore';
+import { EventContext } from '@hcp/domain';
+import { DomainEventCodec, EventStore, ExpectedRevision, StreamAppend } from '@hcp/eventstore';
 import { AggregateRepository } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE } from '../platform/tokens';
 
@@ -16,6 +17,11 @@ import { EVENT_STORE } from '../platform/tokens';
 export class VmRepository extends AggregateRepository<VmState, VmEvent> {
   constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
     super(store, codec, vmStreamId, evolveVm);
+  }
+
+  /** The append of a decision on the VM, to commit in another aggregate's appendMany (a create's quota). */
+  opening(vmId: string, events: VmEvent[], context: EventContext, expected: ExpectedRevision): StreamAppend {
+    return { streamId: this.streamOf(vmId), events: events.map((e) => this.codec.encode(e, context)), expected };
   }
 
   /**

@@ -4,17 +4,32 @@ import { from, Observable, throwError } from 'rxjs';
 import { catchError, map, mergeMap } from 'rxjs/operators';
 import { Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
-import { RecordedRequest, RequestOutcome, RequestRecorder } from './request-recorder';
+import { CarriedRequest, RecordedRequest, RequestOutcome, RequestRecorder, runCarrying } from './request-recorder';
 import { traceIdOf } from './request-id';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Routes whose handlers commit their request's record with their own events (see CarriedRequest): the
+ * VM requests, which open a job in one appendMany. An accepted one is recorded by that commit; one the
+ * handler refused, failed or answered without committing anything new (an idempotent retry) is
+ * recorded right after it, RequestReceived and RequestAnswered together.
+ */
+const CARRIED_ROUTES = new Set([
+  'POST /v1/projects/:project_id/vms',
+  'DELETE /v1/projects/:project_id/vms/:vm_id',
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/start',
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/stop',
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot',
+]);
 
 /**
  * Records every state-changing request and every ops-scope request as a RequestReceived event before
  * its handler runs (after authentication, so the actor is known), and how it was answered as a
  * RequestAnswered once the handler is done, so the audit trail has an outcome for each of them. If the
  * request cannot be recorded, it fails instead of running unaudited; an answer that cannot be recorded
- * is logged, and the client still gets it (what the handler did is done).
+ * is logged, and the client still gets it (what the handler did is done). The VM requests are the
+ * exception (CARRIED_ROUTES): their handler commits both events with its own, in one transaction.
  */
 @Injectable()
 export class RequestAuditInterceptor implements NestInterceptor {
@@ -30,10 +45,16 @@ export class RequestAuditInterceptor implements NestInterceptor {
     const ops = policy?.scope === 'ops';
     if (!req.user || (req.method === 'GET' && !ops)) return next.handle();
     const traceId = traceIdOf(req);
-    const received = this.recorder.received(
-      { actor: req.user.sub, method: req.method, route, scope: ops ? 'ops' : 'tenant', params: req.params },
-      traceId,
-    );
+    const facts = {
+      actor: req.user.sub,
+      method: req.method,
+      route,
+      scope: ops ? 'ops' : 'tenant',
+      params: req.params,
+    } as const;
+    if (CARRIED_ROUTES.has(routeKey(req.method, route)))
+      return this.carrying(this.recorder.carry(facts, traceId), next, res, traceId);
+    const received = this.recorder.received(facts, traceId);
     return from(received).pipe(
       mergeMap((recorded) =>
         next.handle().pipe(
@@ -49,6 +70,34 @@ export class RequestAuditInterceptor implements NestInterceptor {
         ),
       ),
     );
+  }
+
+  private carrying(carried: CarriedRequest, next: CallHandler, res: Response, traceId: string): Observable<unknown> {
+    const handled = new Observable<unknown>((subscriber) =>
+      runCarrying(carried, () => next.handle().subscribe(subscriber)),
+    );
+    return handled.pipe(
+      mergeMap((body) => {
+        const jobId = jobIdOf(body);
+        if (jobId !== null && carried.committedJobId === jobId && res.statusCode === 202) return [body];
+        const outcome = { status: res.statusCode, error_code: null, job_id: jobId };
+        return from(this.recordAfter(carried, outcome, traceId)).pipe(map(() => body));
+      }),
+      catchError((err: unknown) => {
+        // Committed as accepted: the job exists and runs, whatever failed after; that is what stays recorded.
+        if (carried.committedJobId !== null) return throwError(() => err);
+        const outcome = { ...failureOf(err), job_id: null };
+        return from(this.recordAfter(carried, outcome, traceId)).pipe(mergeMap(() => throwError(() => err)));
+      }),
+    );
+  }
+
+  private async recordAfter(carried: CarriedRequest, outcome: RequestOutcome, traceId: string): Promise<void> {
+    try {
+      await this.recorder.recordedAfter(carried, outcome, traceId);
+    } catch (err) {
+      this.logger.error({ msg: 'could not record a request', trace_id: traceId, err });
+    }
   }
 
   private async answer(recorded: RecordedRequest, outcome: RequestOutcome, traceId: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { DEFAULT_JOB_DEADLINE_MS, type JobQueued } from '@hcp/domain';
+import type { SqlWrite } from '@hcp/eventstore';
 import { queryReturning } from '../../platform/persistence/returning';
 
 /** Channel that wakes idle workers when jobs become due. */
@@ -24,6 +25,20 @@ export interface NewQueuedJob {
   resource_id: string;
 }
 
+/**
+ * The queue rows of new jobs as one INSERT, for enqueue and for a request that commits its job with its
+ * own events. A row that exists already (a dispatcher got there first) is left as it is.
+ */
+export function queueRowsWrite(jobs: NewQueuedJob[]): SqlWrite {
+  return {
+    sql: `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
+       SELECT j.job_id, j.project_id, j.type, j.resource_id, 'queued', now()
+       FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid)
+       ON CONFLICT (job_id) DO NOTHING`,
+    params: [JSON.stringify(jobs)],
+  };
+}
+
 export function queuedJobOf({ data }: JobQueued): NewQueuedJob {
   return { job_id: data.job_id, project_id: data.project_id, type: data.type, resource_id: data.resource_id };
 }
@@ -40,13 +55,8 @@ export class JobQueue {
   /** Inserts queue rows for newly requested jobs (inside the dispatcher's transaction) and wakes workers. */
   async enqueue(tx: EntityManager, jobs: NewQueuedJob[]): Promise<void> {
     if (jobs.length === 0) return;
-    await tx.query(
-      `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
-       SELECT j.job_id, j.project_id, j.type, j.resource_id, 'queued', now()
-       FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid)
-       ON CONFLICT (job_id) DO NOTHING`,
-      [JSON.stringify(jobs)],
-    );
+    const insert = queueRowsWrite(jobs);
+    await tx.query(insert.sql, insert.params);
     await tx.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`);
   }
 

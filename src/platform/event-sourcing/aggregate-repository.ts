@@ -1,5 +1,13 @@
 import { DomainEvent, EventContext, HcpError } from '@hcp/domain';
-import { DomainEventCodec, EventStore, ExpectedRevision, NewEvent, WrongExpectedRevisionError } from '@hcp/eventstore';
+import {
+  DomainEventCodec,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  SqlWrite,
+  StreamAppend,
+  WrongExpectedRevisionError,
+} from '@hcp/eventstore';
 
 export interface Loaded<S> {
   id: string;
@@ -52,6 +60,15 @@ export class AggregateRepository<S, E extends DomainEvent> {
     return events.reduce<S | null>((s, { event, at }) => this.evolve(s, event, at), state);
   }
 
+  /**
+   * How one round of a group commit folds its decisions one after another. The default is `fold`; an
+   * aggregate may return a fold that shares work between the steps of one round (see QuotaRepository),
+   * as long as every state it returns is right when returned and the last one is never changed after.
+   */
+  protected groupFold(): (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null {
+    return (state, events) => this.fold(state, events);
+  }
+
   private remember(id: string, state: S | null, revision: bigint): void {
     this.folded.delete(id); // re-insert: Map order is the eviction order (least recently used first)
     this.folded.set(id, { state, revision });
@@ -93,10 +110,11 @@ export class AggregateRepository<S, E extends DomainEvent> {
     decide: (state: S | null) => E[],
     context: EventContext,
     retry: RetryOptions = FEW_RETRIES,
-  ): Promise<{ state: S | null; events: E[] }> {
-    const [outcome] = await this.updateMany(id, [{ decide, context }], retry);
+    alongside?: Decision<S, E>['alongside'],
+  ): Promise<{ state: S | null; events: E[]; alongside: boolean }> {
+    const [outcome] = await this.updateMany(id, [{ decide, context, alongside }], retry);
     if (!outcome.ok) throw outcome.error;
-    return { state: outcome.state, events: outcome.events };
+    return { state: outcome.state, events: outcome.events, alongside: outcome.alongside };
   }
 
   /**
@@ -110,31 +128,53 @@ export class AggregateRepository<S, E extends DomainEvent> {
     decisions: ReadonlyArray<Decision<S, E>>,
     retry: RetryOptions = FEW_RETRIES,
   ): Promise<Array<DecisionOutcome<S, E>>> {
+    const streamId = this.streamOf(id);
+    // Decisions whose writes alongside were refused (another stream not where they expected it): they
+    // are decided again without them, and their callers write the rest on their own.
+    const alone = new Set<number>();
     for (let attempt = 1; ; attempt++) {
       const current = await this.load(id);
       let state = current.state;
+      const foldNext = this.groupFold();
       const outcomes: Array<DecisionOutcome<S, E>> = [];
       const recorded: NewEvent[] = [];
-      for (const { decide, context } of decisions) {
+      const others: StreamAppend[] = [];
+      const sqlWrites: SqlWrite[] = [];
+      const ownerOf = new Map<string, number>();
+      for (const [i, { decide, context, alongside }] of decisions.entries()) {
         try {
           const events = decide(state);
-          state = this.fold(
+          state = foldNext(
             state,
             events.map((event) => ({ event, at: context.occurred_at })),
           );
           recorded.push(...events.map((e) => this.codec.encode(e, context)));
-          outcomes.push({ ok: true, state, events });
+          const writes = events.length > 0 && !alone.has(i) ? alongside?.(events) : undefined;
+          for (const append of writes?.appends ?? []) ownerOf.set(append.streamId, i);
+          others.push(...(writes?.appends ?? []));
+          sqlWrites.push(...(writes?.sqlWrites ?? []));
+          outcomes.push({ ok: true, state, events, alongside: writes !== undefined });
         } catch (error) {
           outcomes.push({ ok: false, error });
         }
       }
       if (recorded.length === 0) return outcomes;
       try {
-        const result = await this.store.append(this.streamOf(id), recorded, current.revision);
-        this.remember(id, state, result.nextExpectedRevision);
+        const [result] = await this.store.appendMany(
+          [{ streamId, events: recorded, expected: current.revision }, ...others],
+          sqlWrites.length > 0 ? { sqlWrites } : {},
+        );
+        this.remember(id, state, result!.nextExpectedRevision);
         return outcomes;
       } catch (err) {
         if (!(err instanceof WrongExpectedRevisionError)) throw err;
+        const owner = err.streamId === streamId ? undefined : ownerOf.get(err.streamId);
+        if (owner !== undefined) {
+          // Not a contention on this aggregate: decide again at once, that one without its writes.
+          alone.add(owner);
+          attempt -= 1;
+          continue;
+        }
         if (attempt >= retry.attempts)
           throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
       }
@@ -148,9 +188,29 @@ export class AggregateRepository<S, E extends DomainEvent> {
 export interface Decision<S, E> {
   decide: (state: S | null) => E[];
   context: EventContext;
+  /**
+   * Writes to commit with this decision's events, in the same appendMany (one transaction on a store
+   * that has them): asked once per round with the events decided, when there are any. They are dropped
+   * (the outcome says so) when one of their streams is not where they expected it.
+   */
+  alongside?: (events: E[]) => AlongsideWrites | undefined;
 }
 
-export type DecisionOutcome<S, E> = { ok: true; state: S | null; events: E[] } | { ok: false; error: unknown };
+/** Other streams (and, on a store that commits them, SQL writes) that commit with a decision. */
+export interface AlongsideWrites {
+  appends: StreamAppend[];
+  sqlWrites?: SqlWrite[];
+}
+
+export type DecisionOutcome<S, E> =
+  | {
+      ok: true;
+      state: S | null;
+      events: E[];
+      /** Its alongside writes committed with it; false when it had none or they were dropped. */
+      alongside: boolean;
+    }
+  | { ok: false; error: unknown };
 
 export interface RetryOptions {
   /** Load-decide-append rounds before a persisting concurrent change surfaces as CONFLICT. */

@@ -6,6 +6,7 @@ import { FaultInjectingEventStore } from '../../../test/fakes/fault-injecting-ev
 import { unconnectedDataSource } from '../../../test/fakes/unconnected-data-source';
 import { appendedAfter, givenVm, refusal } from '../../../test/fakes/vm-histories';
 import { idsFor, RequestContext } from '../../http/request/request-context';
+import { RequestRecorder, runCarrying } from '../../http/request/request-recorder';
 import { JobRepository } from '../../jobs';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { QuotaService } from '../../quotas';
@@ -179,7 +180,34 @@ describe('CreateVmHandler', () => {
     expect(admission.admitted).toEqual([]);
   });
 
-  it('gives the reservation back when the VM could not be recorded', async () => {
+  it("commits the request's record with the create, right after the reservation, and marks it committed", async () => {
+    const { store, handler, appendedSince } = setup();
+    const recorder = new RequestRecorder(store, new DomainEventCodec(createHcpUpcasters()));
+    const carried = recorder.carry(
+      {
+        actor: 'user:alice',
+        method: 'POST',
+        route: '/v1/projects/:project_id/vms',
+        scope: 'tenant',
+        params: { project_id: 'p1' },
+      },
+      'trace-create',
+    );
+    const before = await store.headPosition();
+
+    const accepted = await runCarrying(carried, () => handler.execute(new CreateVmCommand('p1', WEB_1, ALICE)));
+
+    expect((await appendedSince(before)).map(([stream, type]) => [stream, type])).toEqual([
+      [quotaStreamId('p1'), 'QuotaReserved'],
+      [carried.request.streamId, 'RequestReceived'],
+      [carried.request.streamId, 'RequestAnswered'],
+      [vmStreamId(accepted.resource_id), 'VmCreateRequested'],
+      [jobStreamId(accepted.job_id), 'JobQueued'],
+    ]);
+    expect(carried.committedJobId).toBe(accepted.job_id);
+  });
+
+  it('leaves nothing behind, reservation included, when the commit of the create fails', async () => {
     const { store, admission, handler, appendedSince } = setup();
     const storeDown = new Error('connection reset');
     store.failAppendsTo('vm-', storeDown);
@@ -189,42 +217,30 @@ describe('CreateVmHandler', () => {
       storeDown,
     );
 
-    const vmId = idsFor({ ...ALICE, idempotencyKey: 'k' }, 'p1', 'vm');
-    expect(await appendedSince(before)).toEqual([
-      [quotaStreamId('p1'), 'QuotaReserved', { project_id: 'p1', vm_id: vmId, resources: SMALL }],
-      [quotaStreamId('p1'), 'QuotaReleased', { project_id: 'p1', vm_id: vmId }],
-    ]);
+    expect(await appendedSince(before)).toEqual([]);
     expect(admission.admitted).toEqual([]);
   });
 
-  it('keeps the reservation when it cannot tell whether the VM was recorded', async () => {
+  it('commits the reservation, the VM request and the job together, so a lost answer loses none of them', async () => {
     const { store, admission, handler, appendedSince } = setup();
-    store.failAppendsTo('vm-', new Error('connection reset')).failReadsOf('vm-', new Error('connection reset'));
-    const before = await store.headPosition();
-
-    await expect(handler.execute(new CreateVmCommand('p1', WEB_1, ALICE))).rejects.toThrow('connection reset');
-
-    expect((await appendedSince(before)).map(([stream, type]) => [stream, type])).toEqual([
-      [quotaStreamId('p1'), 'QuotaReserved'],
-    ]);
-    expect(admission.admitted).toEqual([]);
-  });
-
-  it('keeps the reservation when the VM was recorded although its append reported a failure', async () => {
-    const { store, admission, handler, appendedSince } = setup();
+    const key = { ...ALICE, idempotencyKey: 'create-answer-lost' };
     store.failAppendsTo('vm-', new Error('answer lost'), 'after_write');
     const before = await store.headPosition();
 
-    await expect(handler.execute(new CreateVmCommand('p1', WEB_1, ALICE))).rejects.toThrow('answer lost');
+    await expect(handler.execute(new CreateVmCommand('p1', WEB_1, key))).rejects.toThrow('answer lost');
+    const recorded = await appendedSince(before);
 
-    expect((await appendedSince(before)).map(([stream, type]) => [stream.split('-')[0], type])).toEqual([
-      ['quota', 'QuotaReserved'],
-      ['vm', 'VmCreateRequested'],
+    const vmId = idsFor(key, 'p1', 'vm');
+    const jobId = idsFor(key, 'p1', 'job');
+    expect(recorded.map(([stream, type]) => [stream, type])).toEqual([
+      [quotaStreamId('p1'), 'QuotaReserved'],
+      [vmStreamId(vmId), 'VmCreateRequested'],
+      [jobStreamId(jobId), 'JobQueued'],
     ]);
     expect(admission.admitted).toEqual([]);
   });
 
-  it('keeps the reservation and the VM request when admitting the job fails; the retry admits it', async () => {
+  it('keeps the reservation, the VM request and its job when waking the queue fails; the retry admits it', async () => {
     const { store, admission, handler, appendedSince } = setup();
     const key = { ...ALICE, idempotencyKey: 'create-admission-down' };
     admission.failNext(new Error('job queue unavailable'));
@@ -237,10 +253,9 @@ describe('CreateVmHandler', () => {
     expect(recorded.map(([stream, type]) => [stream, type])).toEqual([
       [quotaStreamId('p1'), 'QuotaReserved'],
       [vmStreamId(retry.resource_id), 'VmCreateRequested'],
-    ]);
-    expect((await appendedSince(before)).slice(recorded.length).map(([stream, type]) => [stream, type])).toEqual([
       [jobStreamId(retry.job_id), 'JobQueued'],
     ]);
+    expect(await appendedSince(before)).toHaveLength(recorded.length);
     expect(admission.queued().map((q) => q.data.job_id)).toEqual([retry.job_id]);
   });
 

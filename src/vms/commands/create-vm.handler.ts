@@ -5,7 +5,8 @@ import { QuotaService } from '../../quotas';
 import { CatalogService } from '../../catalog';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { JobAccepted, JobAdmission } from '../../jobs';
+import { carriedRequest } from '../../http/request/request-recorder';
+import { JobAccepted, JobAdmission, JobOpening } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
 /** A create as the tenant asks for it: the choices it must name, and the ones with defaults. */
@@ -26,7 +27,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
   constructor(
     @Inject(CatalogService) private readonly catalog: Pick<CatalogService, 'resolveForCreate'>,
     private readonly vms: VmRepository,
-    @Inject(JobAdmission) private readonly jobs: Pick<JobAdmission, 'admit'>,
+    @Inject(JobAdmission) private readonly jobs: Pick<JobAdmission, 'admit' | 'opening' | 'opened'>,
     private readonly quotas: QuotaService,
   ) {}
 
@@ -52,9 +53,33 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
     };
     const context = eventContext(ctx.actor, ctx.traceId);
     const events = decideVm(null, { type: 'create', data });
-    // Quota before the VM exists: a refusal (403 QUOTA_EXCEEDED) leaves nothing behind; a retry of this
-    // request (same derived vm id) finds its reservation held and changes nothing.
-    await this.quotas.reserve(projectId, vmId, resources, context);
+    const queued = jobQueuedFor(events[0] as VmRequestEvent, vmId, context);
+    // The reservation, the VM's request, its job and (on PostgreSQL) the job's queue row commit together,
+    // in the quota's group commit: one transaction for every create waiting on the project. A refusal
+    // (403 QUOTA_EXCEEDED) leaves nothing behind. On EventStoreDB the streams are written in this order,
+    // and a crash part-way leaves a prefix the VM job dispatcher completes (a VM's request becomes its job).
+    // The request's own record (RequestReceived, RequestAnswered 202) commits with them too, first, so
+    // the audit trail shows it before what it caused.
+    const request = carriedRequest();
+    let opening: JobOpening | undefined;
+    const reserved = await this.quotas.reserve(projectId, vmId, resources, context, () => {
+      opening = this.jobs.opening(queued, context);
+      return {
+        appends: [
+          ...(request ? [request.acceptedRecord(jobId)] : []),
+          this.vms.opening(vmId, events, context, 'no_stream'),
+          ...opening.writes.appends,
+        ],
+        sqlWrites: opening.writes.sqlWrites,
+      };
+    });
+    if (reserved.alongside && opening) {
+      request?.committed(jobId);
+      await this.jobs.opened(opening);
+      return { resource_id: vmId, job_id: jobId };
+    }
+    // Not written with the reservation: a retry of this request (same derived vm id) finds its reservation
+    // held and changes nothing, or the VM's stream existed already; each step is then taken on its own.
     try {
       await this.vms.append({ id: vmId, state: null, revision: 'no_stream' }, events, context);
     } catch (err) {
@@ -63,7 +88,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
         throw err;
       }
     }
-    await this.jobs.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
+    await this.jobs.admit(queued, context);
     return { resource_id: vmId, job_id: jobId };
   }
 

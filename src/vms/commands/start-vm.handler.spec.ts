@@ -121,7 +121,7 @@ describe('StartVmHandler', () => {
     expect(admission.queued().map((q) => q.data.job_id)).toEqual([first.job_id]);
   });
 
-  it('keeps the start request for the job dispatcher when admitting its job fails, and a retry appends nothing', async () => {
+  it('keeps the start request and its job when waking the queue fails, and a retry appends nothing', async () => {
     const { store, vms, admission, handler, appendedSince } = setup();
     const vm = await givenVm(vms, 'stopped');
     const withKey = { ...ALICE, idempotencyKey: 'start-admission-down' };
@@ -130,12 +130,16 @@ describe('StartVmHandler', () => {
 
     await expect(handler.execute(new StartVmCommand('p1', vm.vm_id, withKey))).rejects.toThrow('job queue unavailable');
     const requested = await appendedSince(before);
-    expect(requested.map((e) => [e.streamId, e.event.type])).toEqual([[vmStreamId(vm.vm_id), 'VmStartRequested']]);
+    const jobId = (requested[0].event.data as { job_id: string }).job_id;
+    expect(requested.map((e) => [e.streamId, e.event.type])).toEqual([
+      [vmStreamId(vm.vm_id), 'VmStartRequested'],
+      [jobStreamId(jobId), 'JobQueued'],
+    ]);
 
     const retry = await handler.execute(new StartVmCommand('p1', vm.vm_id, withKey));
 
-    expect(retry.job_id).toBe((requested[0].event.data as { job_id: string }).job_id);
-    expect(await appendedSince(before)).toHaveLength(1);
+    expect(retry.job_id).toBe(jobId);
+    expect(await appendedSince(before)).toHaveLength(2);
     expect(admission.admitted).toEqual([]);
   });
 

@@ -13,7 +13,8 @@ import {
 import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { JobAccepted, JobAdmission, JobRepository } from '../../jobs';
+import { carriedRequest } from '../../http/request/request-recorder';
+import { JobAccepted, JobAdmission, JobOpening, JobRepository } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
 type OperationCommand = Extract<VmCommand, { job_id: string }>;
@@ -31,7 +32,7 @@ type OperationCommand = Extract<VmCommand, { job_id: string }>;
 export class VmOperationRequester {
   constructor(
     private readonly vms: VmRepository,
-    @Inject(JobAdmission) private readonly admission: Pick<JobAdmission, 'admit'>,
+    @Inject(JobAdmission) private readonly admission: Pick<JobAdmission, 'admit' | 'opening' | 'opened'>,
     @Inject(JobRepository) private readonly jobs: Pick<JobRepository, 'load'>,
     @Inject(DriverRegistry) private readonly drivers: Pick<DriverRegistry, 'clusterCapabilities'>,
   ) {}
@@ -47,7 +48,11 @@ export class VmOperationRequester {
     if (accepted) return accepted;
     await this.assertCapable(projectId, vmId, command(jobId));
     const context = eventContext(ctx.actor, ctx.traceId);
-    const { events } = await this.vms.update(
+    // The VM's request, the request's record, its job and (on PostgreSQL) the job's queue row commit in
+    // one appendMany.
+    const request = carriedRequest();
+    let opening: JobOpening | undefined;
+    const { events, alongside } = await this.vms.update(
       vmId,
       (state) => {
         if (!state || state.project_id !== projectId) throw notFound('VM');
@@ -56,8 +61,17 @@ export class VmOperationRequester {
         return decideVm(state, command(jobId));
       },
       context,
+      undefined,
+      (decided) => {
+        opening = this.admission.opening(jobQueuedFor(decided[0] as VmRequestEvent, vmId, context), context);
+        const record = request ? [request.acceptedRecord(jobId)] : [];
+        return { ...opening.writes, appends: [...record, ...opening.writes.appends] };
+      },
     );
-    if (events.length > 0)
+    if (alongside && opening) {
+      request?.committed(jobId);
+      await this.admission.opened(opening);
+    } else if (events.length > 0)
       await this.admission.admit(jobQueuedFor(events[0] as VmRequestEvent, vmId, context), context);
     return { resource_id: vmId, job_id: jobId };
   }

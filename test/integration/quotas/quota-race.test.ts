@@ -178,10 +178,10 @@ describe('project quotas on PostgreSQL', () => {
   it('decides a burst in one project in groups: fewer appends than decisions, each event with its own trace', async () => {
     const counting = new QuotaRepository(store, codec);
     const appends: number[] = [];
-    const append = store.append.bind(store);
-    jest.spyOn(store, 'append').mockImplementation(async (stream, events, expected) => {
-      if (stream.startsWith('quota-')) appends.push(events.length);
-      return append(stream, events, expected);
+    const appendMany = store.appendMany.bind(store);
+    jest.spyOn(store, 'appendMany').mockImplementation(async (streams, options) => {
+      for (const { streamId, events } of streams) if (streamId.startsWith('quota-')) appends.push(events.length);
+      return appendMany(streams, options);
     });
     try {
       const service = new QuotaService(counting, ds);
@@ -201,6 +201,45 @@ describe('project quotas on PostgreSQL', () => {
       expect(recorded.map((e) => e.context.trace_id).sort()).toEqual(accepted.sort());
     } finally {
       jest.restoreAllMocks();
+    }
+  });
+
+  it('commits each accepted reservation with its writes alongside in one group; a taken stream drops only its own', async () => {
+    const p = project();
+    await quotas.setLimits(p, { instances: 20, ...ROOMY }, ctx());
+    const vmIds = Array.from({ length: 40 }, () => randomUUID());
+    // Five of the VMs' streams exist already (another request took the id): their writes cannot go.
+    const taken = new Set(vmIds.slice(0, 5));
+    for (const vmId of taken)
+      await store.append(`${vmStreamId(vmId)}`, [{ id: randomUUID(), type: 'Taken', data: {} }], 'no_stream');
+    const marker = (vmId: string) => ({
+      appends: [
+        {
+          streamId: vmStreamId(vmId),
+          events: [{ id: randomUUID(), type: 'Alongside', data: { vm_id: vmId } }],
+          expected: 'no_stream' as const,
+        },
+      ],
+    });
+
+    const results = await Promise.allSettled(
+      vmIds.map((vmId) => quotas.reserve(p, vmId, SMALL, ctx(), () => marker(vmId))),
+    );
+
+    const accepted = vmIds.filter((_, i) => results[i]!.status === 'fulfilled');
+    expect(results.map(codeOf).filter((c) => c === 'OK')).toHaveLength(20);
+    expect(results.map(codeOf).filter((c) => c === 'QUOTA_EXCEEDED')).toHaveLength(20);
+    const state = foldQuota(
+      (await store.readStream(quotaStreamId(p))).map((r) => ({ event: codec.decode<QuotaEvent>(r).event, at: '' })),
+    );
+    expect(Object.keys(state?.reservations ?? {}).sort()).toEqual([...accepted].sort());
+    for (const [i, vmId] of vmIds.entries()) {
+      const result = results[i]!;
+      const stream = (await store.readStream(vmStreamId(vmId))).map((e) => e.type);
+      if (taken.has(vmId)) expect(stream).toEqual(['Taken']);
+      else if (result.status === 'fulfilled') expect(stream).toEqual(['Alongside']);
+      else expect(stream).toEqual([]);
+      if (result.status === 'fulfilled') expect(result.value.alongside).toBe(!taken.has(vmId));
     }
   });
 

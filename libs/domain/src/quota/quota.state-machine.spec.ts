@@ -14,6 +14,7 @@ import {
   evolveQuotaAll,
   foldQuota,
   QuotaCommand,
+  quotaGroupFold,
   QuotaState,
   quotaUsageOf,
   ZERO_QUOTA_USAGE,
@@ -432,6 +433,53 @@ describe('quota properties', () => {
         if (expected === start) expect(actual).toBe(start);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('folds a group step by step exactly as one by one, each step right when returned, the start unchanged', () => {
+    const step: fc.Arbitrary<QuotaEvent[]> = fc.array(
+      fc.oneof(
+        fc.tuple(vmId, resources).map(
+          ([id, r]): QuotaEvent => ({
+            type: 'QuotaReserved',
+            version: 1,
+            data: { project_id: P, vm_id: id, resources: r },
+          }),
+        ),
+        vmId.map((id): QuotaEvent => ({ type: 'QuotaReleased', version: 1, data: { project_id: P, vm_id: id } })),
+      ),
+      { maxLength: 3 },
+    );
+    fc.assert(
+      fc.property(fc.array(vmId, { maxLength: 10 }), fc.array(step, { maxLength: 20 }), (held, steps) => {
+        const start = Object.freeze(
+          apply(
+            withLimits(LIMITS),
+            held.map(
+              (id) =>
+                ({
+                  type: 'QuotaReserved',
+                  version: 1,
+                  data: { project_id: P, vm_id: id, resources: SMALL },
+                }) as QuotaEvent,
+            ),
+          ),
+        );
+        const startReservations = { ...start!.reservations };
+        const fold = quotaGroupFold();
+        let expected: QuotaState | null = start;
+        let actual: QuotaState | null = start;
+        for (const events of steps) {
+          expected = apply(expected, events);
+          actual = fold(
+            actual,
+            events.map((event) => ({ event, at: AT })),
+          );
+          expect(actual).toEqual(expected);
+        }
+        expect(start!.reservations).toEqual(startReservations);
+      }),
+      { numRuns: 300 },
     );
   });
 });

@@ -99,13 +99,15 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
 export function evolveQuotaAll(
   state: QuotaState | null,
   events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
+  owned?: QuotaState['reservations'],
 ): QuotaState | null {
   if (events.length === 0) return state;
-  if (events.length === 1) return evolveQuota(state, events[0]!.event, events[0]!.at);
+  if (events.length === 1 && owned === undefined) return evolveQuota(state, events[0]!.event, events[0]!.at);
   const start = state ?? evolveQuota(null, events[0]!.event, events[0]!.at);
   let limits = start.limits;
   let reservations = start.reservations;
-  let copied = false;
+  // Reservations the caller owns (see quotaGroupFold) are changed in place instead of copied.
+  let copied = owned !== undefined && reservations === owned;
   const usage = { ...start.usage };
   let updatedAt = start.updated_at;
   let changed = start !== state;
@@ -149,6 +151,29 @@ export function evolveQuotaAll(
     changed = true;
   }
   return changed ? { project_id: start.project_id, limits, reservations, usage, updated_at: updatedAt } : start;
+}
+
+/**
+ * Folds the decisions of a group commit one after another, each on the state the one before left: the
+ * reservations are copied once, at the first change, and then changed in place, so k decisions on a
+ * project of n VMs cost O(n + k) instead of O(n * k). The states it returns share that copy: each is
+ * exact when it is returned, and a later call adds to (or removes from) the reservations of the states
+ * returned before it; their usage, limits and every other field stay their own. So use each state before
+ * the next call, as a group's decisions do; the last state returned is never changed again.
+ */
+export function quotaGroupFold(): (
+  state: QuotaState | null,
+  events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
+) => QuotaState | null {
+  let owned: QuotaState['reservations'] | undefined;
+  return (state, events) => {
+    if (events.length === 0) return state;
+    const next = evolveQuotaAll(state, events, owned ?? {});
+    // The first change copied the reservations into an object of this fold's own; it is the one changed
+    // in place from then on.
+    if (next && next.reservations !== state?.reservations) owned = next.reservations;
+    return next;
+  };
 }
 
 export function foldQuota(events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
