@@ -14,6 +14,7 @@ import { BenchContext, FULL, QUICK, Sizes } from './lib/context';
 import { ADMIN_URL, withClient } from './lib/db';
 import { buildHcp, BUILD_DIR, compileBenchScripts, Runtime } from './lib/hcp';
 import { ROOT } from './lib/proc';
+import { relativeTargets, relativeTargetsTable } from './lib/relative-targets';
 import { ScenarioResult, table, verdict, ratio } from './lib/report';
 import { log } from './lib/util';
 import { writePath } from './scenarios/write';
@@ -106,6 +107,7 @@ async function main(): Promise<void> {
     },
     sizes: ctx.sizes,
     table: results.flatMap((r) => r.rows.map((row) => ({ ...row, ratio: ratio(row), verdict: verdict(row) }))),
+    relativeTargets: relativeTargets(results.flatMap((r) => r.rows)),
     details: Object.fromEntries(results.map((r) => [r.name, r.details])),
     profiles: ctx.profiles,
     failures,
@@ -137,6 +139,7 @@ async function main(): Promise<void> {
     `\nHCP benchmarks (${summary.mode}, ${summary.seconds.toFixed(0)} s, ${summary.machine.cpus} CPUs, load ${loadBefore.map((l) => l.toFixed(1)).join('/')} before)\n\n`,
   );
   process.stdout.write(`${table(results)}\n`);
+  process.stdout.write(`\n${relativeTargetsTable(summary.relativeTargets)}\n`);
   for (const [label, p] of Object.entries(ctx.profiles)) {
     process.stdout.write(`\nprofile ${label} (${p.file}, ${p.idlePercent}% idle): self time\n`);
     for (const e of p.selfTop.slice(0, 12)) process.stdout.write(`  ${String(e.percent).padStart(5)}%  ${e.name}\n`);

@@ -58,6 +58,11 @@ export function table(results: ScenarioResult[]): string {
       row.note ?? '',
     ]),
   );
+  return markdownTable(header, lines);
+}
+
+/** Cells padded to their column's width: readable as plain text, valid as Markdown. */
+export function markdownTable(header: string[], lines: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(line)].join('\n');
