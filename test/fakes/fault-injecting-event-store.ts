@@ -9,6 +9,7 @@ import {
   ReadStreamOptions,
   RecordedEvent,
   StreamAppend,
+  StreamRead,
   SubscribeOptions,
   Subscription,
 } from '@hcp/eventstore';
@@ -63,6 +64,13 @@ export class FaultInjectingEventStore implements EventStore {
     const fault = this.readFaults.find((f) => streamId.startsWith(f.prefix));
     if (fault) throw fault.error;
     return this.inner.readStream(streamId, options);
+  }
+
+  /** A fault on any of the streams strikes the whole batch, as a failing statement would. */
+  async readStreams(reads: StreamRead[]): Promise<Map<string, RecordedEvent[]>> {
+    const fault = this.readFaults.find((f) => reads.some((r) => r.streamId.startsWith(f.prefix)));
+    if (fault) throw fault.error;
+    return this.inner.readStreams(reads);
   }
 
   readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]> {

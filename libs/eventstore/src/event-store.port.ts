@@ -79,6 +79,13 @@ export interface ReadStreamOptions {
   maxCount?: number;
 }
 
+/** One stream of a readStreams. */
+export interface StreamRead {
+  streamId: string;
+  /** First revision to read (inclusive); default 0. */
+  fromRevision?: bigint;
+}
+
 export interface SubscribeOptions {
   /** Deliver events strictly after this position; `undefined` (or 'start') means from the beginning. */
   fromPosition?: bigint | 'start';
@@ -117,6 +124,13 @@ export interface EventStore {
   readonly commitsSqlWrites: boolean;
   /** Reads a stream in revision order; an absent stream reads as []. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /**
+   * Reads several streams at once, as readStream would read each: the answer has every requested stream,
+   * its events in revision order from its `fromRevision` on, and [] for an absent one. A stream may appear
+   * once only (TypeError otherwise). Stores that can read many streams in one statement do (PostgreSQL);
+   * the others read stream by stream. No snapshot across streams is promised.
+   */
+  readStreams(reads: StreamRead[]): Promise<Map<string, RecordedEvent[]>>;
   /** Reads all user events after `fromPosition` in global order, at most `maxCount` (a catch-up page). */
   readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]>;
   /** Catch-up then live subscription to all user events. Never skips a committed event. */

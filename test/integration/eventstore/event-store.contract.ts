@@ -10,6 +10,7 @@ import {
   type Subscription,
 } from '@hcp/eventstore';
 import { describeAppendManyContract } from './append-many.contract';
+import { describeReadStreamsContract } from './read-streams.contract';
 
 export interface EventStoreFixture {
   store: EventStore;
@@ -131,6 +132,8 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
         return !fixture?.appendsStreamByStream;
       },
     });
+
+    describeReadStreamsContract({ store: () => store, uniquePrefix });
 
     it('appends events and reads them back in order', async () => {
       const stream = `${uniquePrefix()}vm`;

@@ -27,10 +27,12 @@ import {
   type ReadStreamOptions,
   type RecordedEvent,
   type StreamAppend,
+  type StreamRead,
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
 import { assertStreamId } from '../stream-id';
+import { assertStreamReads } from '../stream-reads';
 
 export type EventStoreDbEventStoreOptions = (
   | { connectionString: string }
@@ -51,6 +53,8 @@ export type EventStoreDbEventStoreOptions = (
 const toPosition = (position: bigint): Position => ({ commit: position, prepare: position });
 
 const READ_PAGE = 500;
+/** Stream reads of one readStreams in flight at once (gRPC calls on one connection). */
+const READ_STREAMS_CONCURRENCY = 16;
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 2_000;
 
@@ -149,6 +153,21 @@ export class EventStoreDbEventStore implements EventStore {
       throw err;
     }
     return events;
+  }
+
+  /** EventStoreDB has no multi-stream read: the streams are read one by one, a few at a time. */
+  async readStreams(reads: StreamRead[]): Promise<Map<string, RecordedEvent[]>> {
+    assertStreamReads(reads);
+    const answer = new Map<string, RecordedEvent[]>(reads.map(({ streamId }) => [streamId, []]));
+    let next = 0;
+    const reader = async () => {
+      while (next < reads.length) {
+        const { streamId, fromRevision } = reads[next++]!;
+        answer.set(streamId, await this.readStream(streamId, { fromRevision }));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(READ_STREAMS_CONCURRENCY, reads.length) }, reader));
+    return answer;
   }
 
   async readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]> {

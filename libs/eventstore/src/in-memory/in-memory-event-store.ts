@@ -9,11 +9,13 @@ import {
   RecordedEvent,
   START_POSITION,
   StreamAppend,
+  StreamRead,
   SubscribeOptions,
   Subscription,
   WrongExpectedRevisionError,
 } from '../event-store.port';
 import { assertStreamId } from '../stream-id';
+import { assertStreamReads } from '../stream-reads';
 
 /**
  * The event store in process memory, for specs of the application layer: it passes the same contract
@@ -91,6 +93,14 @@ export class InMemoryEventStore implements EventStore {
     const from = Number(options.fromRevision ?? 0n);
     const stream = this.streams.get(streamId) ?? [];
     return stream.slice(from, options.maxCount === undefined ? undefined : from + options.maxCount).map(copy);
+  }
+
+  async readStreams(reads: StreamRead[]): Promise<Map<string, RecordedEvent[]>> {
+    assertStreamReads(reads);
+    const answer = new Map<string, RecordedEvent[]>();
+    for (const { streamId, fromRevision } of reads)
+      answer.set(streamId, (this.streams.get(streamId) ?? []).slice(Number(fromRevision ?? 0n)).map(copy));
+    return answer;
   }
 
   async readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]> {

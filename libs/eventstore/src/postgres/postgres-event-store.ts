@@ -13,10 +13,12 @@ import {
   type RecordedEvent,
   type SqlWrite,
   type StreamAppend,
+  type StreamRead,
   type SubscribeOptions,
   type Subscription,
 } from '../event-store.port';
 import { assertStreamId } from '../stream-id';
+import { assertStreamReads } from '../stream-reads';
 import { sqlLiteral } from './sql-literal';
 import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
@@ -180,6 +182,25 @@ export class PostgresEventStore implements EventStore {
       [streamId, (options.fromRevision ?? 0n).toString(), options.maxCount ?? null],
     );
     return rows.map(toRecordedEvent);
+  }
+
+  /**
+   * One statement for the whole batch: the requested streams as two arrays, each joined to its events on
+   * the (stream_id, revision) key, so the cost is one round trip and one index range scan per stream.
+   */
+  async readStreams(reads: StreamRead[]): Promise<Map<string, RecordedEvent[]>> {
+    assertStreamReads(reads);
+    const answer = new Map<string, RecordedEvent[]>(reads.map(({ streamId }) => [streamId, []]));
+    if (reads.length === 0) return answer;
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS}
+       FROM unnest($1::text[], $2::bigint[]) AS wanted(wanted_stream, from_revision)
+       JOIN ${this.names.table} e ON e.stream_id = wanted.wanted_stream AND e.revision >= wanted.from_revision
+       ORDER BY e.stream_id, e.revision`,
+      [reads.map((r) => r.streamId), reads.map((r) => (r.fromRevision ?? 0n).toString())],
+    );
+    for (const row of rows) answer.get(row.stream_id)!.push(toRecordedEvent(row));
+    return answer;
   }
 
   async readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]> {
