@@ -9,7 +9,9 @@ import type { VmRepository } from '../vms';
 import { ClusterScanned, ScannedResource } from './cluster-scanned';
 import { VmReconciler } from './vm-reconciler';
 
-/** VM streams read at once while a pass loads the VMs of a cluster. */
+/** VMs whose streams a pass reads with one loadMany (one statement on PostgreSQL). */
+const LOAD_PAGE = 500;
+/** VM streams read at once when a page that failed is read again VM by VM. */
 const LOAD_CONCURRENCY = 8;
 
 export interface ClusterPassOutcome {
@@ -32,7 +34,7 @@ export class ClusterReconciler {
 
   constructor(
     private readonly db: Pick<DataSource, 'getRepository'>,
-    private readonly vms: Pick<VmRepository, 'load' | 'append'>,
+    private readonly vms: Pick<VmRepository, 'load' | 'loadMany' | 'append'>,
     private readonly reconciler: VmReconciler,
     private readonly publish: (scan: ClusterScanned) => void,
   ) {}
@@ -89,8 +91,25 @@ export class ClusterReconciler {
     return rows.map((r) => r.id);
   }
 
-  /** The VMs' streams, read a few at a time; an id whose stream cannot be read is left out of the pass. */
+  /**
+   * The VMs' streams, read a page at a time (one statement per page on PostgreSQL); an id whose stream
+   * cannot be read is left out of the pass. A page that fails is read again VM by VM, so one stream that
+   * cannot be decoded leaves out that VM only.
+   */
   private async loadAll(ids: readonly string[]): Promise<Array<Loaded<VmState>>> {
+    const out: Array<Loaded<VmState>> = [];
+    for (let start = 0; start < ids.length; start += LOAD_PAGE) {
+      const page = ids.slice(start, start + LOAD_PAGE);
+      try {
+        out.push(...(await this.vms.loadMany(page)));
+      } catch {
+        out.push(...(await this.loadOneByOne(page)));
+      }
+    }
+    return out;
+  }
+
+  private async loadOneByOne(ids: readonly string[]): Promise<Array<Loaded<VmState>>> {
     const out: Array<Loaded<VmState>> = [];
     let next = 0;
     const worker = async () => {

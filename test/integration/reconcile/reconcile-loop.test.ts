@@ -267,4 +267,23 @@ describe('reconcile loop', () => {
     expect((await sim.findByHcpId(id))?.tags).toEqual({ env: 'prod', team: 'blue' });
     await owner.releaseAll();
   });
+  it('reconciles the other VMs of the cluster when one VM stream cannot be decoded', async () => {
+    const [good, bad] = [await runningVm(), await runningVm()];
+    // An event its schema refuses: reading the stream fails, in a batch with the others or alone.
+    await store.append(
+      `vm-${bad}`,
+      [{ id: randomUUID(), type: 'VmStateObserved', data: { not: 'a valid observation' } }],
+      'any',
+    );
+    await sim.setPower(good, 'stopped', []);
+    await sim.setPower(bad, 'stopped', []);
+    const owner = loop('undecodable');
+
+    expect(await owner.runOnce()).toHaveLength(1);
+
+    expect((await stateOf(good)).status).toBe('stopped');
+    // Left out of the pass: nothing was decided on it.
+    expect(await store.readStream(`vm-${bad}`)).toHaveLength(3);
+    await owner.releaseAll();
+  });
 });
