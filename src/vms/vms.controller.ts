@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
+import { ApiAcceptedResponse } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Principal } from '@hcp/auth';
 import { CurrentPrincipal } from '../http/auth/access.guard';
@@ -41,6 +42,8 @@ export class VmsController {
   }
 
   @Post()
+  // The status is set with the Location header in accepted(), which @HttpCode cannot see.
+  @ApiAcceptedResponse()
   create(
     @Param('project_id', ProjectIdPipe) projectId: string,
     @Body() body: CreateVmDto,
