@@ -100,10 +100,8 @@ const object = (properties: Record<string, object>, required = Object.keys(prope
 /** API.md's list answer: `{ items: [...], next_cursor }`. */
 const page = (item: string) =>
   object({ items: { type: 'array', items: ref(item) }, next_cursor: { type: 'string', nullable: true } });
-/** Ops resources answer their body back with `id` and timestamps (API.md "Request bodies"). */
-const echoed = (body: string) => ({
-  allOf: [ref(body), object({ id: str, created_at: time, updated_at: time })],
-});
+/** Ops resources answer their spec with `id` and timestamps (API.md "Request bodies"; the specs in @hcp/domain). */
+const opsResource = (spec: Record<string, object>) => object({ id: str, ...spec, created_at: time, updated_at: time });
 const resources = object({ vcpus: int, ram_mb: int, disk_gb: int });
 const quotaFigures = object({ instances: int, vcpus: int, ram_mb: int, disk_gb: int });
 const jobError = {
@@ -200,7 +198,7 @@ const ANSWER_SCHEMAS: Record<string, object> = {
       id: str,
       name: str,
       type: enumOf('proxmox', 'vsphere', 'libvirt', 'hyperv', 'simulator'),
-      endpoint: str,
+      endpoint: nullableStr,
       tls: object({ ca_pem: str, fingerprint_sha256: str }, []),
       settings: freeObject,
       credentials_set: bool,
@@ -208,16 +206,30 @@ const ANSWER_SCHEMAS: Record<string, object> = {
       created_at: time,
       updated_at: time,
     },
-    ['id', 'name', 'type', 'tls', 'credentials_set', 'health', 'created_at', 'updated_at'],
+    ['id', 'name', 'type', 'endpoint', 'tls', 'settings', 'credentials_set', 'health', 'created_at', 'updated_at'],
   ),
   ProviderPage: page('Provider'),
-  Cluster: echoed('CreateClusterDto'),
+  Cluster: opsResource({
+    name: str,
+    provider_id: str,
+    placement_hints: freeObject,
+    capacity: { ...resources, nullable: true },
+    enabled: bool,
+    capabilities: freeObject,
+  }),
   ClusterPage: page('Cluster'),
-  OpsZone: echoed('CreateZoneDto'),
+  OpsZone: opsResource({ name: str, cluster_ids: { type: 'array', items: str }, policy: enumOf('spread', 'pack') }),
   OpsZonePage: page('OpsZone'),
-  OpsImage: echoed('CreateImageDto'),
+  OpsImage: opsResource({
+    name: str,
+    os: str,
+    min_disk_gb: int,
+    min_ram_mb: int,
+    visibility: enumOf('public', 'private'),
+    provider_refs: stringMap,
+  }),
   OpsImagePage: page('OpsImage'),
-  OpsFlavor: echoed('CreateFlavorDto'),
+  OpsFlavor: opsResource({ name: str, vcpus: int, ram_mb: int, disk_gb: int, extras: freeObject }),
   OpsFlavorPage: page('OpsFlavor'),
   AuditRecord: object(
     {
@@ -421,7 +433,7 @@ const ROUTE_ERRORS: Readonly<Record<string, readonly ErrorCode[]>> = {
 /**
  * What any route of this shape may answer: every request malformed input (400) and a fault (500), every
  * one but health and metrics an outage of HCP's own dependencies or draining (503); a resource id in the
- * path, an absent resource (404); every token-checked one a refused token (401), role (403) and rate
+ * path or a tenant's project, an absent or invisible one (404); every token-checked one a refused token (401), role (403) and rate
  * limit (429); a body, the wrong media type (415); a job-starting one, an idempotency key reused with
  * another body (409).
  */
@@ -430,7 +442,8 @@ function impliedErrors(method: string, path: string, policy: RoutePolicy): Error
   const codes: ErrorCode[] = ['INVALID_REQUEST', 'INTERNAL_ERROR'];
   // Health and metrics answer while HCP's dependencies are away or it drains; everything else may not.
   if (!OPERATIONAL.test(path)) codes.push('PROVIDER_UNAVAILABLE');
-  if (/:(?!project_id\b)\w+/.test(path)) codes.push('NOT_FOUND');
+  // A resource id in the path, or a tenant's project: absent or not visible (another project's is not told apart).
+  if (/:(?!project_id\b)\w+/.test(path) || policy.scope === 'project') codes.push('NOT_FOUND');
   if (policy.scope === 'public') return codes;
   codes.push('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED');
   if (['POST', 'PUT', 'PATCH'].includes(method)) codes.push('UNSUPPORTED_MEDIA_TYPE');

@@ -222,7 +222,8 @@ export const EXTENSION_ROUTES: ReadonlyArray<{ method: HttpMethod; path: string;
  *   dependencies away or a draining process (PROVIDER_UNAVAILABLE), and takes input that may be
  *   malformed (INVALID_REQUEST: "bad id format", a list's `limit` out of range, an unknown field);
  * - a request body (POST, PUT, PATCH) in another media type: UNSUPPORTED_MEDIA_TYPE;
- * - a resource id in the path: NOT_FOUND ("resource absent or not visible to the caller");
+ * - a resource id in the path, or a tenant's project: NOT_FOUND ("resource absent or not visible to the
+ *   caller (never reveal other projects' ids)");
  * - a job-starting route: CONFLICT ("Same key, different body: 409").
  */
 export function contractErrors(route: ContractRoute): string[] {
@@ -232,7 +233,7 @@ export function contractErrors(route: ContractRoute): string[] {
       codes.add(code);
     codes.add('INVALID_REQUEST');
     if ([POST, PUT, PATCH].includes(route.method)) codes.add('UNSUPPORTED_MEDIA_TYPE');
-    if (/\{(?!project_id\})[^}]+\}/.test(route.path)) codes.add('NOT_FOUND');
+    if (/\{(?!project_id\})[^}]+\}/.test(route.path) || route.path.startsWith('/v1/projects/')) codes.add('NOT_FOUND');
     if (route.startsJob) codes.add('CONFLICT');
   }
   return [...codes].sort();
