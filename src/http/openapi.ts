@@ -1,4 +1,7 @@
-import { INestApplication } from '@nestjs/common';
+import { INestApplication, Type } from '@nestjs/common';
+import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+import { ModulesContainer } from '@nestjs/core';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ValidationTypes } from 'class-validator';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
@@ -49,8 +52,57 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       ...ANSWER_SCHEMAS,
     },
   };
+  documentQueries(document, queryDtosOf(app));
   documentAnswers(document);
   return document;
+}
+
+/**
+ * The query DTO of each handler that takes one whole (`@Query() q: ListVmsQueryDto`), by Swagger's
+ * operation id (`Controller_method`). Swagger lists such a DTO's fields only from @ApiProperty, which
+ * HCP's DTOs do not carry: their class-validator rules are their description.
+ */
+function queryDtosOf(app: INestApplication): Map<string, string> {
+  const dtos = new Map<string, string>();
+  for (const module of app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const controller = wrapper.metatype as Type | null;
+      if (!controller) continue;
+      for (const method of Object.getOwnPropertyNames(controller.prototype)) {
+        const args: Record<string, { index: number; data?: unknown }> =
+          Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, method) ?? {};
+        const types: unknown[] = Reflect.getMetadata('design:paramtypes', controller.prototype, method) ?? [];
+        for (const [key, arg] of Object.entries(args)) {
+          if (key.split(':')[0] !== String(RouteParamtypes.QUERY) || arg.data !== undefined) continue;
+          const dto = types[arg.index];
+          if (typeof dto === 'function') dtos.set(`${controller.name}_${method}`, dto.name);
+        }
+      }
+    }
+  }
+  return dtos;
+}
+
+type SchemaObject = { properties?: Record<string, object>; required?: string[] };
+
+/** Each query DTO's fields as query parameters, with the rules the validation pipe enforces. */
+function documentQueries(document: OpenAPIObject, dtos: Map<string, string>): void {
+  const schemas = (document.components?.schemas ?? {}) as Record<string, SchemaObject>;
+  for (const item of Object.values(document.paths))
+    for (const operation of Object.values(item as Record<string, { operationId?: string; parameters?: object[] }>)) {
+      const dto = operation.operationId ? dtos.get(operation.operationId) : undefined;
+      const schema = dto ? schemas[dto] : undefined;
+      if (!schema?.properties) continue;
+      operation.parameters = [
+        ...(operation.parameters ?? []),
+        ...Object.entries(schema.properties).map(([name, property]) => ({
+          name,
+          in: 'query',
+          required: schema.required?.includes(name) ?? false,
+          schema: property,
+        })),
+      ];
+    }
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -453,7 +505,17 @@ function impliedErrors(method: string, path: string, policy: RoutePolicy): Error
 
 const OPERATIONAL = /^\/(health|metrics)(\/|$)/;
 
+/** API.md: on every POST/DELETE that starts a job; the same key and body within 24 h answer the first answer again. */
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'same key and body within 24 h: the first answer again, no second job; same key, another body: 409',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+};
+
 type Operation = {
+  parameters?: object[];
   responses: Record<string, { description?: string; content?: Record<string, object>; headers?: object }>;
 };
 
@@ -466,6 +528,8 @@ function documentAnswers(document: OpenAPIObject): void {
       if (!policy) continue;
       unused.delete(key);
       documentSuccess(key, policy, operation);
+      if ('starts_job' in policy && policy.starts_job)
+        operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
       const [verb, template] = key.split(' ') as [string, string];
       const codes = new Set([...impliedErrors(verb, template, policy), ...(ROUTE_ERRORS[key] ?? [])]);
       const byStatus = new Map<number, ErrorCode[]>();

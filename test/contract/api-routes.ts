@@ -21,10 +21,15 @@ export interface ContractRoute {
   public?: boolean;
   /** Answers 202 `{ resource_id, job_id }` and honours `Idempotency-Key` (reuse with another body: 409). */
   startsJob?: boolean;
+  /** Query parameters API.md names for it: a list's `limit` and `cursor` (Conventions) and its filters. */
+  query?: string[];
   /** Error codes API.md names for this route beyond the ones every route of its kind has (contractErrors). */
   errors?: string[];
   source?: string;
 }
+
+/** "Lists: `?limit=` (1..200, default 50) and `?cursor=` (opaque)". */
+const PAGE = ['limit', 'cursor'];
 
 const GET = 'GET';
 const POST = 'POST';
@@ -59,7 +64,13 @@ export const API_ROUTES: readonly ContractRoute[] = [
   { method: GET, path: '/v1/images/{id}', success: 200 },
   { method: GET, path: '/v1/flavors', success: 200 },
   { method: GET, path: '/v1/flavors/{id}', success: 200 },
-  { method: GET, path: '/v1/projects/{project_id}/vms', success: 200 },
+  {
+    method: GET,
+    path: '/v1/projects/{project_id}/vms',
+    success: 200,
+    query: [...PAGE, 'zone', 'status', 'tag', 'name'],
+    source: 'list; filters zone, status, tag=key:value, name',
+  },
   {
     method: POST,
     path: '/v1/projects/{project_id}/vms',
@@ -115,7 +126,13 @@ export const API_ROUTES: readonly ContractRoute[] = [
     errors: ['FEATURE_NOT_SUPPORTED'],
     source: 'FEATURE_NOT_SUPPORTED: the zone lacks the capability (console type)',
   },
-  { method: GET, path: '/v1/projects/{project_id}/jobs', success: 200 },
+  {
+    method: GET,
+    path: '/v1/projects/{project_id}/jobs',
+    success: 200,
+    query: [...PAGE, 'resource_id', 'status'],
+    source: 'jobs; filter resource_id, status',
+  },
   { method: GET, path: '/v1/projects/{project_id}/jobs/{job_id}', success: 200 },
   { method: GET, path: '/v1/projects/{project_id}/quotas', success: 200 },
 
@@ -140,12 +157,24 @@ export const API_ROUTES: readonly ContractRoute[] = [
   { method: PATCH, path: '/v1/ops/flavors/{id}', success: 200 },
   { method: DELETE, path: '/v1/ops/flavors/{id}', success: null },
   { method: PUT, path: '/v1/ops/projects/{project_id}/quotas', success: 200, source: 'Request bodies: quotas → 200' },
-  { method: GET, path: '/v1/ops/vms', success: 200 },
-  { method: GET, path: '/v1/ops/jobs', success: 200 },
-  { method: GET, path: '/v1/ops/audit', success: 200 },
+  { method: GET, path: '/v1/ops/vms', success: 200, query: PAGE },
+  {
+    method: GET,
+    path: '/v1/ops/jobs',
+    success: 200,
+    query: [...PAGE, 'resource_id'],
+    source: 'GET /v1/ops/jobs?resource_id={id}',
+  },
+  {
+    method: GET,
+    path: '/v1/ops/audit',
+    success: 200,
+    query: [...PAGE, 'project', 'actor', 'action', 'target', 'from', 'to'],
+    source: 'filters: project, actor, action, target, from, to',
+  },
   { method: POST, path: '/v1/ops/projections/{name}/rebuild', success: 202, source: 'rebuild (202)' },
   { method: GET, path: '/v1/ops/projections', success: 200 },
-  { method: GET, path: '/v1/ops/dead-letters', success: 200 },
+  { method: GET, path: '/v1/ops/dead-letters', success: 200, query: PAGE },
   { method: POST, path: '/v1/ops/dead-letters/{id}/retry', success: null },
   { method: POST, path: '/v1/ops/dead-letters/{id}/skip', success: null },
   {
@@ -156,7 +185,13 @@ export const API_ROUTES: readonly ContractRoute[] = [
     errors: ['NOT_FOUND'],
     source: '202 {resource_id, job_id}, Idempotency-Key honoured; 404 for a VM HCP does not have',
   },
-  { method: GET, path: '/v1/ops/orphans', success: 200 },
+  {
+    method: GET,
+    path: '/v1/ops/orphans',
+    success: 200,
+    query: ['provider_id', 'cluster_id', 'status'],
+    source: 'List: filters provider_id, cluster_id, status',
+  },
   { method: GET, path: '/v1/ops/orphans/{id}', success: 200 },
   {
     method: POST,
@@ -189,7 +224,7 @@ export const API_ROUTES: readonly ContractRoute[] = [
     source:
       'Enrollment → 201; 404 for a cluster that does not exist, 422 FEATURE_NOT_SUPPORTED for one not run by host agents',
   },
-  { method: GET, path: '/v1/ops/hosts', success: 200 },
+  { method: GET, path: '/v1/ops/hosts', success: 200, query: ['cluster_id'], source: 'Hosts: filter cluster_id' },
   { method: GET, path: '/v1/ops/hosts/{id}', success: 200 },
   { method: POST, path: '/v1/ops/hosts/{id}/revoke', success: 200, source: 'revoke: 200 with the host' },
   {

@@ -80,13 +80,13 @@ type Response = {
   description?: string;
   content?: Record<string, { schema?: unknown; examples?: Record<string, { value: unknown }> }>;
 };
-type Operation = { responses: Record<string, Response> };
+type Parameter = { name: string; in: string; required?: boolean; schema?: Record<string, unknown> };
+type Operation = { parameters?: Parameter[]; responses: Record<string, Response> };
 
 describe('/openapi.json is the contract of API.md', () => {
   let db: TestDatabase;
   let doc: OpenAPIObject;
   const taxonomy = errorTaxonomyOf(apiMd);
-  // biome-ignore lint/suspicious/noExplicitAny: schemas are walked as plain JSON
   const schemas = () => (doc.components?.schemas ?? {}) as Record<string, any>;
 
   beforeAll(async () => {
@@ -214,6 +214,27 @@ describe('/openapi.json is the contract of API.md', () => {
     });
     expect(wrong).toEqual([]);
     expect(schemas().JobAccepted.required).toEqual(['resource_id', 'job_id']);
+  });
+
+  it("documents each list's query parameters: API.md's paging and filters", () => {
+    const missing = API_ROUTES.filter((r) => r.query).flatMap((route) => {
+      const parameters = (operationOf(route)?.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+      return route.query!.filter((name) => !parameters.includes(name)).map((name) => `${routeName(route)} ?${name}`);
+    });
+    expect(missing).toEqual([]);
+    const vms = API_ROUTES.find((r) => r.method === 'GET' && r.path === '/v1/projects/{project_id}/vms')!;
+    const limit = operationOf(vms)?.parameters?.find((p) => p.name === 'limit');
+    expect(limit).toMatchObject({ required: false, schema: { minimum: 1, maximum: 200 } });
+  });
+
+  it('documents the Idempotency-Key header on every job-starting route', () => {
+    const without = API_ROUTES.filter((r) => r.startsJob)
+      .filter(
+        (route) =>
+          !(operationOf(route)?.parameters ?? []).some((p) => p.in === 'header' && p.name === 'Idempotency-Key'),
+      )
+      .map(routeName);
+    expect(without).toEqual([]);
   });
 
   it('describes every success answer with a body by a schema', () => {
