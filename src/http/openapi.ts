@@ -514,9 +514,18 @@ const IDEMPOTENCY_KEY = {
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
 };
 
+/** API.md: the request's id (given as X-Request-Id or traceparent, else generated) on every response. */
+const REQUEST_ID_HEADER = { description: 'the request id, also trace_id in error bodies', schema: { type: 'string' } };
+/** API.md: PROVIDER_UNAVAILABLE answers are retryable and say when; rate limits say when too (not readiness's 503). */
+const RETRY_AFTER_HEADER = { description: 'seconds to wait before retrying', schema: { type: 'integer' } };
+
 type Operation = {
+  security?: object[];
   parameters?: object[];
-  responses: Record<string, { description?: string; content?: Record<string, object>; headers?: object }>;
+  responses: Record<
+    string,
+    { description?: string; content?: Record<string, object>; headers?: Record<string, object> }
+  >;
 };
 
 function documentAnswers(document: OpenAPIObject): void {
@@ -527,6 +536,8 @@ function documentAnswers(document: OpenAPIObject): void {
       const policy = ROUTE_POLICIES[key];
       if (!policy) continue;
       unused.delete(key);
+      // API.md: no token on /health/*, /metrics (and the webconsole page, opened by its session's token).
+      if (policy.scope === 'public') operation.security = [];
       documentSuccess(key, policy, operation);
       if ('starts_job' in policy && policy.starts_job)
         operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
@@ -540,6 +551,14 @@ function documentAnswers(document: OpenAPIObject): void {
         if (operation.responses[String(status)]) continue;
         operation.responses[String(status)] = errorResponse(statusCodes);
       }
+      for (const [status, response] of Object.entries(operation.responses))
+        response.headers = {
+          ...response.headers,
+          'X-Request-Id': REQUEST_ID_HEADER,
+          ...((status === '503' || status === '429') && isErrorEnvelope(response)
+            ? { 'Retry-After': RETRY_AFTER_HEADER }
+            : {}),
+        };
     }
   }
   // A typo in a table would document nothing and go unnoticed.
@@ -574,6 +593,10 @@ function documentSuccess(key: string, policy: RoutePolicy, operation: Operation)
       content: { 'application/json': { schema: ref('Readiness') } },
     };
 }
+
+const isErrorEnvelope = (response: Operation['responses'][string]) =>
+  (response.content?.['application/json'] as { schema?: { $ref?: string } } | undefined)?.schema?.$ref ===
+  '#/components/schemas/ErrorEnvelope';
 
 function errorResponse(codes: ErrorCode[]): Operation['responses'][string] {
   return {

@@ -81,7 +81,7 @@ type Response = {
   content?: Record<string, { schema?: unknown; examples?: Record<string, { value: unknown }> }>;
 };
 type Parameter = { name: string; in: string; required?: boolean; schema?: Record<string, unknown> };
-type Operation = { parameters?: Parameter[]; responses: Record<string, Response> };
+type Operation = { security?: unknown[]; parameters?: Parameter[]; responses: Record<string, Response> };
 
 describe('/openapi.json is the contract of API.md', () => {
   let db: TestDatabase;
@@ -235,6 +235,30 @@ describe('/openapi.json is the contract of API.md', () => {
       )
       .map(routeName);
     expect(without).toEqual([]);
+  });
+
+  it('documents which routes need a token, as API.md says: all but /health/*, /metrics and the webconsole page', () => {
+    expect(doc.security).toEqual([{ bearer: [] }]);
+    const tokenless = operations()
+      .filter((o) => o.operation.security?.length === 0)
+      .map(routeName)
+      .sort();
+    expect(tokenless).toEqual(['GET /console/{session_id}', 'GET /health/live', 'GET /health/ready', 'GET /metrics']);
+    expect(API_ROUTES.filter((r) => r.public).every((r) => tokenless.includes(routeName(r)))).toBe(true);
+  });
+
+  it('documents X-Request-Id on every answer, and Retry-After on rate limits and outages', () => {
+    const missing = operations().flatMap((o) =>
+      Object.entries(o.operation.responses).flatMap(([status, r]) => {
+        const headers = Object.keys((r as { headers?: object }).headers ?? {});
+        const retryable = ['429', '503'].includes(status) && !routeName(o).startsWith('GET /health/');
+        return [
+          ...(headers.includes('X-Request-Id') ? [] : [`${routeName(o)} ${status}: X-Request-Id`]),
+          ...(retryable && !headers.includes('Retry-After') ? [`${routeName(o)} ${status}: Retry-After`] : []),
+        ];
+      }),
+    );
+    expect(missing).toEqual([]);
   });
 
   it('describes every success answer with a body by a schema', () => {
