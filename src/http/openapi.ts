@@ -452,14 +452,13 @@ const ROUTE_ERRORS: Readonly<Record<string, readonly ErrorCode[]>> = {
   'POST /v1/projects/:project_id/vms': ['QUOTA_EXCEEDED', 'FEATURE_NOT_SUPPORTED', 'CONFLICT'],
   'PATCH /v1/projects/:project_id/vms/:vm_id': ['CONFLICT'],
   'DELETE /v1/projects/:project_id/vms/:vm_id': ['CONFLICT'],
-  'POST /v1/projects/:project_id/vms/:vm_id/actions/start': ['CONFLICT', 'FEATURE_NOT_SUPPORTED'],
+  'POST /v1/projects/:project_id/vms/:vm_id/actions/start': ['CONFLICT'],
   'POST /v1/projects/:project_id/vms/:vm_id/actions/stop': ['CONFLICT', 'FEATURE_NOT_SUPPORTED'],
   'POST /v1/projects/:project_id/vms/:vm_id/actions/reboot': ['CONFLICT', 'FEATURE_NOT_SUPPORTED'],
   'POST /v1/projects/:project_id/vms/:vm_id/console': ['CONFLICT', 'FEATURE_NOT_SUPPORTED'],
   'POST /v1/ops/providers': ['CONFLICT'],
   'PATCH /v1/ops/providers/:id': ['CONFLICT'],
   'DELETE /v1/ops/providers/:id': ['CONFLICT'],
-  'POST /v1/ops/providers/:id/check': ['PROVIDER_TIMEOUT'],
   'POST /v1/ops/clusters': ['CONFLICT'],
   'PATCH /v1/ops/clusters/:id': ['CONFLICT'],
   'DELETE /v1/ops/clusters/:id': ['CONFLICT'],
@@ -477,9 +476,6 @@ const ROUTE_ERRORS: Readonly<Record<string, readonly ErrorCode[]>> = {
   'POST /v1/ops/jobs/:id/recover': ['CONFLICT'],
   'POST /v1/ops/orphans/:id/adopt': ['CONFLICT'],
   'POST /v1/ops/orphans/:id/destroy': ['CONFLICT'],
-  'POST /v1/ops/projections/:name/rebuild': ['CONFLICT'],
-  'POST /v1/ops/dead-letters/:id/retry': ['CONFLICT'],
-  'POST /v1/ops/dead-letters/:id/skip': ['CONFLICT'],
 };
 
 /**
