@@ -386,7 +386,10 @@ const ANSWER_SCHEMAS: Record<string, object> = {
   ),
 };
 
-/** The success answer of each route, by its key in the route-policy table. */
+/**
+ * The success answer of each route, by its key in the route-policy table. A new route needs its line here
+ * (and API.md or the contract's extension list): test/e2e/openapi-contract.e2e.ts fails without.
+ */
 const ROUTE_ANSWERS: Readonly<Record<string, string | { mediaType: string }>> = {
   'GET /health/live': 'Liveness',
   'GET /health/ready': 'Readiness',
@@ -479,11 +482,11 @@ const ROUTE_ERRORS: Readonly<Record<string, readonly ErrorCode[]>> = {
 };
 
 /**
- * What any route of this shape may answer: every request malformed input (400) and a fault (500), every
+ * What any route of this shape may answer: every request malformed input (400) and a fault (500); every
  * one but health and metrics an outage of HCP's own dependencies or draining (503); a resource id in the
- * path or a tenant's project, an absent or invisible one (404); every token-checked one a refused token (401), role (403) and rate
- * limit (429); a body, the wrong media type (415); a job-starting one, an idempotency key reused with
- * another body (409).
+ * path or a tenant's project, an absent or invisible one (404); every token-checked one a refused token
+ * (401), role (403) and rate limit (429); a body, the wrong media type (415); a job-starting one, an
+ * idempotency key reused with another body (409).
  */
 function impliedErrors(method: string, path: string, policy: RoutePolicy): ErrorCode[] {
   // Input no field accepts (NUL in the path or query) is refused before any route, health checks too.
