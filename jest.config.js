@@ -20,7 +20,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/test-postgres.global-setup.js',
   globalTeardown: '<rootDir>/test/support/test-postgres.global-teardown.js',
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/{libs,src,projections}/**/*.spec.ts'] },
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/{libs,src,projections,packages}/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e.ts'] },
   ],
