@@ -19,6 +19,7 @@ export * from './security/request.events';
 export * from './refusal/refusal.events';
 export * from './audit/audit-record';
 export * from './audit/metering-record';
+export * from './audit/usage';
 export * from './console/console-session.events';
 export * from './console/console-session.state-machine';
 export * from './orphan/orphan.events';
