@@ -6,6 +6,7 @@ import { JobsController } from './jobs.controller';
 import { OpsJobsController } from './ops-jobs.controller';
 import { JobAdmission } from './queue/job-admission';
 import { JobQueue } from './queue/job-queue';
+import { JOB_QUEUE_GAUGES_MS, JobQueueGauges } from './queue/job-queue-gauges';
 import { JobRecovery } from './recovery/job-recovery';
 import { JOB_DEADLINE_SWEEP_MS, JobDeadlineSweep } from './worker/job-deadline-sweep';
 import { JobExecutors } from './worker/job-executors';
@@ -23,6 +24,7 @@ import { JobWorkerService } from './worker/job-worker.service';
     JobRepository,
     JobQueries,
     JobQueue,
+    JobQueueGauges,
     JobAdmission,
     JobExecutors,
     JobRunner,
@@ -36,6 +38,7 @@ export class JobsModule implements OnModuleInit {
   constructor(
     private readonly tasks: PeriodicTasks,
     private readonly deadlines: JobDeadlineSweep,
+    private readonly gauges: JobQueueGauges,
   ) {}
 
   onModuleInit(): void {
@@ -44,6 +47,12 @@ export class JobsModule implements OnModuleInit {
       name: 'job deadline sweep',
       intervalMs: JOB_DEADLINE_SWEEP_MS,
       run: () => this.deadlines.sweep(),
+    });
+    this.tasks.register({
+      role: 'worker',
+      name: 'job queue gauges',
+      intervalMs: JOB_QUEUE_GAUGES_MS,
+      run: () => this.gauges.record(),
     });
   }
 }

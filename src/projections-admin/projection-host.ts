@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { createPublisher, MessagePublisher } from '@hcp/messaging';
+import { createPublisher, MESSAGING_TOPICS, MessagePublisher } from '@hcp/messaging';
 import { Projection, ProjectionRunner, publisherSinks, readModelProjections } from '@hcp/projections';
 import { HcpConfig } from '../config/hcp-config';
 import { HcpMetrics } from '../platform/observability/hcp-metrics';
@@ -46,6 +46,9 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
     const projections = await this.liveProjections();
     for (const projection of projections) {
       const name = projection.name;
+      // At 0 from the start, so alerts on their increase see the first failure or dead letter.
+      this.metrics.projectionDeadLetters.inc({ projection: name }, 0);
+      this.metrics.projectionFailures.inc({ projection: name }, 0);
       const runner = new ProjectionRunner(dataSource, eventStore, codec, projection, {
         batchSize: 500,
         retryMs: 1000,
@@ -80,6 +83,8 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
    */
   private async openPublisher(): Promise<MessagePublisher> {
     const logger = new Logger('messaging');
+    // Every sink's failure counter exists from the start, so an alert on its increase sees the first one.
+    for (const sink of MESSAGING_TOPICS) this.metrics.publishFailures.inc({ sink }, 0);
     const publisher = createPublisher(this.config.messaging, {
       logger: {
         debug: (fields, msg) => logger.debug({ ...fields, msg }),
@@ -88,7 +93,9 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
         error: (fields, msg) => logger.error({ ...fields, msg }),
       },
       onPublish: (o) => {
+        this.metrics.publishDuration.observe({ sink: o.topic, outcome: o.outcome }, o.durationMs / 1000);
         if (o.outcome === 'failed') this.metrics.publishFailures.inc({ sink: o.topic });
+        else this.metrics.publishedMessages.inc({ sink: o.topic }, o.messages);
       },
     });
     await publisher.connect();

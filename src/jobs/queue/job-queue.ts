@@ -18,6 +18,18 @@ export interface LeasedJob {
   reclaimed: boolean;
 }
 
+/** The unfinished part of the queue at one moment, for the queue gauges. */
+export interface QueueCensus {
+  due: number;
+  scheduled: number;
+  running: number;
+  lease_expired: number;
+  /** Seconds the longest-waiting due job (or expired lease) has waited; 0 when none. */
+  oldest_due_s: number;
+  /** Seconds since the oldest unfinished job was queued; 0 when none. */
+  oldest_open_s: number;
+}
+
 export interface NewQueuedJob {
   job_id: string;
   project_id: string;
@@ -164,6 +176,23 @@ export class JobQueue {
        WHERE job_id = $1 AND lease_owner = $2 AND status = 'leased'`,
       [jobId, owner],
     );
+  }
+
+  /** Counts the unfinished rows by state (one scan of the partial index that skips done rows). */
+  async census(): Promise<QueueCensus> {
+    const [row] = await this.db.query(
+      `SELECT
+         count(*) FILTER (WHERE status = 'queued' AND available_at <= now())::int AS due,
+         count(*) FILTER (WHERE status = 'queued' AND available_at > now())::int AS scheduled,
+         count(*) FILTER (WHERE status = 'leased' AND lease_expires_at >= now())::int AS running,
+         count(*) FILTER (WHERE status = 'leased' AND lease_expires_at < now())::int AS lease_expired,
+         COALESCE(EXTRACT(EPOCH FROM now() - min(CASE
+           WHEN status = 'queued' AND available_at <= now() THEN available_at
+           WHEN status = 'leased' AND lease_expires_at < now() THEN lease_expires_at END)), 0)::float8 AS oldest_due_s,
+         COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest_open_s
+       FROM job_queue WHERE status <> 'done'`,
+    );
+    return row as QueueCensus;
   }
 
   // The statements a worker holding many jobs at once makes for all of them together (group commit);

@@ -192,6 +192,12 @@ export class JobRunner {
   /** Every job that finishes is counted once, here, with how it ended. */
   private countFinished(job: JobState, provider: string, outcome: string): void {
     this.metrics.jobsFinished.inc({ type: job.type, provider, outcome });
+    const queuedFor = (Date.now() - Date.parse(job.created_at)) / 1000;
+    if (Number.isFinite(queuedFor) && queuedFor >= 0)
+      this.metrics.jobDuration.observe(
+        { type: job.type, outcome: outcome === 'succeeded' ? 'succeeded' : 'failed' },
+        queuedFor,
+      );
   }
 
   /** Records one step of the job, stamped with the time it happened. */

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { toHcpError } from '@hcp/domain';
+import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { DriverRegistry } from './driver-registry';
 import { OpsCatalogQueries } from '../ops-catalog.queries';
 
@@ -24,6 +25,7 @@ export class ProviderHealthService {
     private readonly db: DataSource,
     private readonly catalog: OpsCatalogQueries,
     private readonly drivers: DriverRegistry,
+    private readonly metrics: HcpMetrics,
   ) {}
 
   async check(providerId: string): Promise<ProviderHealth> {
@@ -46,6 +48,7 @@ export class ProviderHealthService {
        ON CONFLICT (provider_id) DO UPDATE SET status = EXCLUDED.status, message = EXCLUDED.message, checked_at = EXCLUDED.checked_at`,
       [providerId, health.status, health.message, health.checked_at],
     );
+    this.metrics.providerUp.set({ provider: providerId }, health.status === 'healthy' ? 1 : 0);
     if (health.status !== 'healthy')
       this.logger.warn({ msg: 'provider unreachable', provider_id: providerId, reason: health.message });
     return health;
@@ -68,7 +71,13 @@ export class ProviderHealthService {
   }
 
   async checkAll(): Promise<void> {
-    for (const provider of await this.catalog.list('provider')) {
+    const providers = await this.catalog.list('provider');
+    // A provider that was removed leaves the gauge instead of staying up (or down) forever.
+    const current = new Set(providers.map((p) => p.id));
+    for (const { labels } of (await this.metrics.providerUp.get()).values)
+      if (typeof labels.provider === 'string' && !current.has(labels.provider))
+        this.metrics.providerUp.remove({ provider: labels.provider });
+    for (const provider of providers) {
       await this.check(provider.id).catch((err) =>
         this.logger.warn(`health check of ${provider.id} failed: ${(err as Error).message}`),
       );

@@ -27,6 +27,28 @@ export class HcpMetrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
   });
 
+  readonly jobDuration = new Histogram({
+    name: 'hcp_job_duration_seconds',
+    help: 'Time from a job being queued to its end, by type and outcome (succeeded or failed; the code is in hcp_jobs_finished_total)',
+    labelNames: ['type', 'outcome'] as const,
+    buckets: [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+  });
+  // The queue gauges are sampled by every worker process from the shared queue table: each reports the
+  // whole queue, so dashboards and alerts take max() across processes, never sum().
+  readonly jobQueueJobs = new Gauge({
+    name: 'hcp_job_queue_jobs',
+    help: 'Unfinished jobs in the queue by state: due (waiting for a worker), scheduled (a retry waiting for its time), running (leased by a live worker), lease_expired (its worker stopped answering; due again). Sampled by worker processes',
+    labelNames: ['state'] as const,
+  });
+  readonly jobQueueOldestDue = new Gauge({
+    name: 'hcp_job_queue_oldest_due_seconds',
+    help: 'How long the longest-waiting due job has waited for a worker (0 when none waits). Sampled by worker processes',
+  });
+  readonly jobQueueOldestOpen = new Gauge({
+    name: 'hcp_job_queue_oldest_open_seconds',
+    help: 'Age of the oldest unfinished job since it was queued (0 when none). Past HCP_JOB_DEADLINE_MS the deadline sweep should have failed it. Sampled by worker processes',
+  });
+
   readonly leaseExpiries = new Counter({
     name: 'hcp_job_lease_expiries_total',
     help: 'Job attempts written off because their lease expired',
@@ -153,4 +175,27 @@ export class HcpMetrics {
     help: 'Failed publications of audit or metering records',
     labelNames: ['sink'] as const,
   });
+  readonly publishDuration = new Histogram({
+    name: 'hcp_publish_duration_seconds',
+    help: 'Publish calls of audit or metering records (Kafka: until every in-sync replica acknowledged), per sink and outcome (ok, failed)',
+    labelNames: ['sink', 'outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  });
+  readonly publishedMessages = new Counter({
+    name: 'hcp_published_messages_total',
+    help: 'Audit or metering messages delivered (Kafka: acknowledged), per sink',
+    labelNames: ['sink'] as const,
+  });
+
+  readonly providerUp = new Gauge({
+    name: 'hcp_provider_up',
+    help: "1 when the last connectivity check of a provider succeeded, 0 when it found the provider unreachable, per provider id (processes that checked it: workers every HCP_PROVIDER_HEALTH_INTERVAL_MS, the API on registration or ops' request)",
+    labelNames: ['provider'] as const,
+  });
+
+  constructor() {
+    // Series an alert watches for its first increase exist from the start at 0: a counter that appears
+    // with its first error has no earlier sample, and increase() would miss that error.
+    for (const kind of ['unhandled_rejection', 'uncaught_exception']) this.unhandledErrors.inc({ kind }, 0);
+  }
 }
