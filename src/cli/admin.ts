@@ -1,12 +1,12 @@
 /**
  * Operator commands that run beside HCP against its database:
- *   npm run hcp -- secrets rotate     re-wrap every provider credential with the active KEK
- *   npm run hcp -- audit replay [--from <RFC 3339>] [--to <RFC 3339>] [--project <id>]
- *                                     the audit trail from the event store, as JSON lines
- *   npm run hcp -- projections rebuild <name>
- *                                     rebuild a read model beside the live one, then swap
- *   npm run hcp -- migrate status|up|down [--to <version>] [--output json]
- *                                     where the schema stands, apply or revert migrations
+ *   npm run admin -- secrets rotate   re-wrap every provider credential with the active KEK
+ *   npm run admin -- audit replay [--from <RFC 3339>] [--to <RFC 3339>] [--project <id>]
+ *                                   the audit trail from the event store, as JSON lines
+ *   npm run admin -- projections rebuild <name>
+ *                                   rebuild a read model beside the live one, then swap
+ *   npm run admin -- migrate status|up|down [--to <version>] [--output json]
+ *                                   where the schema stands, apply or revert migrations
  */
 import { readModelProjections, rebuildProjection, SILENT_SINKS } from '@hcp/projections';
 import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
@@ -22,7 +22,7 @@ import { openCliDatabase } from './database';
 import { runMigrateCommand } from './migrate-command';
 
 const USAGE =
-  'usage: npm run hcp -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name> | migrate status|up|down [--to <version>] [--output json]';
+  'usage: npm run admin -- secrets rotate | audit replay [--from <time>] [--to <time>] [--project <id>] | projections rebuild <name> | migrate status|up|down [--to <version>] [--output json]';
 
 async function main(argv: string[]): Promise<number> {
   let config: HcpConfig;
@@ -48,7 +48,7 @@ async function rotateSecrets(config: HcpConfig): Promise<number> {
   const database = await openCliDatabase(config);
   const db = createDataSource(database.url, {
     poolSize: 2,
-    applicationName: 'hcp-cli',
+    applicationName: 'hcp-admin',
   });
   try {
     await db.initialize();
@@ -93,7 +93,7 @@ async function openStores(config: HcpConfig) {
   const store: EventStore = config.eventStoreConnectionString
     ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
     : new PostgresEventStore({ pool });
-  const db = createDataSource(url, { poolSize: 4, applicationName: 'hcp-cli' });
+  const db = createDataSource(url, { poolSize: 4, applicationName: 'hcp-admin' });
   await db.initialize();
   return {
     store,

@@ -6,9 +6,9 @@ import { MigrateDownResult, migrateDown, migrateUp } from '../platform/persisten
 import { resolveVersion, SchemaVersions, schemaVersions } from '../platform/persistence/schema-versions';
 import { openCliDatabase } from './database';
 
-export const MIGRATE_USAGE = `usage: npm run hcp -- migrate status [--output json]
-       npm run hcp -- migrate up [--to <version>] [--output json]
-       npm run hcp -- migrate down [--to <version> | --to 0] [--output json]
+export const MIGRATE_USAGE = `usage: npm run admin -- migrate status [--output json]
+       npm run admin -- migrate up [--to <version>] [--output json]
+       npm run admin -- migrate down [--to <version> | --to 0] [--output json]
   <version>: a migration's timestamp (1767398400000) or class name (ProjectQuotas1767398400000)
   up: applies the pending migrations up to <version> (default: all)
   down: reverts the migrations applied after <version> (default: the last one applied);

@@ -86,7 +86,7 @@ describe('audit trail', () => {
     const root = path.join(__dirname, '..', '..');
     const { stdout } = await run(
       process.execPath,
-      [path.join(root, 'scripts/ts-run.js'), 'src/cli/hcp.ts', 'audit', 'replay', '--project', 'aud'],
+      [path.join(root, 'scripts/ts-run.js'), 'src/cli/admin.ts', 'audit', 'replay', '--project', 'aud'],
       {
         cwd: root,
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, HCP_DATA_DIR: hcp.dataDir },

@@ -20,7 +20,7 @@ interface Run {
   stderr: string;
 }
 
-describe('npm run hcp -- migrate', () => {
+describe('npm run admin -- migrate', () => {
   let db: TestDatabase;
   let dataDir: string;
 
@@ -44,7 +44,7 @@ describe('npm run hcp -- migrate', () => {
     return new Promise((resolve) => {
       execFile(
         process.execPath,
-        [path.join(root, 'scripts/ts-run.js'), 'src/cli/hcp.ts', 'migrate', ...args],
+        [path.join(root, 'scripts/ts-run.js'), 'src/cli/admin.ts', 'migrate', ...args],
         { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } },
         (err, stdout, stderr) => {
           const code = err ? Number((err as { code?: number }).code ?? 1) : 0;

@@ -204,15 +204,15 @@ describe('deploy/kubernetes/', () => {
     const job = one('Job', 'hcp-migrate');
     const [migrate] = podSpec(job).containers;
     expect(podSpec(job).restartPolicy).toMatch(/^(OnFailure|Never)$/);
-    expect(migrate.command).toEqual(['node', 'dist/src/cli/hcp.js', 'migrate', 'up']);
-    expect(existsSync(path.join(ROOT, 'src', 'cli', 'hcp.ts'))).toBe(true);
+    expect(migrate.command).toEqual(['node', 'dist/src/cli/admin.js', 'migrate', 'up']);
+    expect(existsSync(path.join(ROOT, 'src', 'cli', 'admin.ts'))).toBe(true);
     expect(loadConfig(environment(migrate)).databaseUrl).toBe(exampleSecret().stringData.DATABASE_URL);
     for (const role of ROLES) {
       const [wait, ...others] = podSpec(deployment(role)).initContainers;
       expect(others).toEqual([]);
       expect(wait.image).toBe(migrate.image);
       expect(hcpContainer(role).image).toBe(migrate.image);
-      expect(wait.args.join(' ')).toContain('node dist/src/cli/hcp.js migrate status');
+      expect(wait.args.join(' ')).toContain('node dist/src/cli/admin.js migrate status');
       expect(loadConfig(environment(wait)).databaseUrl).toBe(exampleSecret().stringData.DATABASE_URL);
     }
   });
@@ -243,7 +243,7 @@ describe('deploy/kubernetes/', () => {
         rmSync(dir, { recursive: true, force: true });
       }
     };
-    const status = 'dist/src/cli/hcp.js migrate status';
+    const status = 'dist/src/cli/admin.js migrate status';
 
     it('waits while the schema is behind, and lets the role start once it is in step', () => {
       expect(run([MIGRATE_EXIT.behind, MIGRATE_EXIT.behind, MIGRATE_EXIT.ok])).toEqual({
