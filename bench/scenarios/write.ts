@@ -292,9 +292,11 @@ async function writePeer(
 }
 
 /**
- * Scale-out diagnostic: a second HCP process (HCP_ROLES=api) on the same database beside the running
- * one (every role), each driven by 50 of the 100 clients, into one new project; the sum of their 202s
- * per second against one process's one-project figure says how far adding API processes helps.
+ * Scale-out diagnostic: a further API process (HCP_ROLES=api) on the same database beside the running
+ * HCP (the launcher: an API process per core and the worker+projections one), each side driven by 50 of
+ * the 100 clients, into one new project; the sum of their 202s per second against the one-project figure
+ * says how far adding API processes on the same database helps. The launcher sized its pools to the
+ * server's connection limit less 10; the extra process gets pools of 4 to fit in those 10.
  */
 async function twoApiProcesses(
   ctx: BenchContext,
@@ -304,7 +306,10 @@ async function twoApiProcesses(
   details: Record<string, unknown>,
 ): Promise<{ okPerS: number; p99: number | null }> {
   const { sizes } = ctx;
-  const { hcp: second, stop } = await ctx.hcp('write-second-api', { databaseUrl, env: { HCP_ROLES: 'api' } });
+  const { hcp: second, stop } = await ctx.hcp('write-second-api', {
+    databaseUrl,
+    env: { HCP_ROLES: 'api', HCP_DB_POOL_SIZE: '4' },
+  });
   try {
     const loadOn = (hcp: HcpUnderTest): LoadSpec => ({
       ...spec,

@@ -2,11 +2,13 @@ import { HcpConfig } from '../config/hcp-config';
 import { ChildSpec } from './process-supervisor';
 
 /**
- * Connections the children of one embedded PostgreSQL may open in all (its max_connections is 100;
- * the rest is for `npm run admin` and psql). Each process has two pools (read models, events).
+ * Connections left to others on the database server (`npm run admin`, psql, a second tool): the children
+ * share the rest. Without this, pools of 20 in two API processes and the background one (120
+ * connections) overran a default server's 100 under load, and creates were refused 503 as an outage.
  */
-const EMBEDDED_CONNECTION_BUDGET = 90;
+const CONNECTIONS_LEFT_TO_OTHERS = 10;
 const BACKGROUND_POOL_SIZE = 20;
+const MAX_API_POOL_SIZE = 20;
 
 /**
  * Jobs the worker process runs at once unless HCP_WORKER_CONCURRENCY says otherwise: it no longer shares
@@ -28,24 +30,27 @@ export interface ChildSpecs {
   api: ChildSpec[];
 }
 
-export function childSpecs(config: HcpConfig, shared: Record<string, string>): ChildSpecs {
+export interface ChildSpecsInput {
+  /** Variables every child gets (SharedRuntime.env). */
+  shared: Record<string, string>;
+  /** What the database server allows ordinary roles (SharedRuntime.connectionLimit). */
+  connectionLimit: number;
+  /** The launcher's environment: a pool size set there by hand is the operator's. */
+  env: NodeJS.ProcessEnv;
+}
+
+/** Each process has two pools (read models, events); the background process gets at most half the budget. */
+export function childSpecs(config: HcpConfig, { shared, connectionLimit, env }: ChildSpecsInput): ChildSpecs {
   const apiCount = Math.max(1, config.apiProcesses);
-  // Set by hand, the pool size is the operator's; on the embedded database the children share its limit.
-  const poolSet = Boolean(process.env.HCP_DB_POOL_SIZE?.trim());
-  const embedded = !config.databaseUrl;
-  const apiPool =
-    poolSet || !embedded
-      ? config.dbPoolSize
-      : Math.max(2, Math.min(20, Math.floor((EMBEDDED_CONNECTION_BUDGET - 2 * BACKGROUND_POOL_SIZE) / (2 * apiCount))));
-  const backgroundPool = poolSet || !embedded ? config.dbPoolSize : BACKGROUND_POOL_SIZE;
+  const pools = poolSizes(config, apiCount, connectionLimit, Boolean(env.HCP_DB_POOL_SIZE?.trim()));
   return {
     background: {
       name: 'worker+projections',
       env: {
         ...shared,
         HCP_ROLES: 'worker,projections',
-        HCP_DB_POOL_SIZE: String(backgroundPool),
-        HCP_WORKER_CONCURRENCY: process.env.HCP_WORKER_CONCURRENCY?.trim() || BACKGROUND_WORKER_CONCURRENCY,
+        HCP_DB_POOL_SIZE: String(pools.background),
+        HCP_WORKER_CONCURRENCY: env.HCP_WORKER_CONCURRENCY?.trim() || BACKGROUND_WORKER_CONCURRENCY,
         // It serves no client: its health and metrics answer on a port of its own, picked at random.
         PORT: '0',
         HCP_INTERNAL_PORT: '',
@@ -53,8 +58,21 @@ export function childSpecs(config: HcpConfig, shared: Record<string, string>): C
     },
     api: Array.from({ length: apiCount }, (_, i) => ({
       name: `api-${i + 1}`,
-      env: { ...shared, HCP_ROLES: 'api', HCP_DB_POOL_SIZE: String(apiPool), HCP_SEED_CATALOG: 'false' },
+      env: { ...shared, HCP_ROLES: 'api', HCP_DB_POOL_SIZE: String(pools.api), HCP_SEED_CATALOG: 'false' },
       nodeFlags: API_NODE_FLAGS,
     })),
   };
+}
+
+function poolSizes(
+  config: HcpConfig,
+  apiCount: number,
+  connectionLimit: number,
+  setByHand: boolean,
+): { api: number; background: number } {
+  if (setByHand) return { api: config.dbPoolSize, background: config.dbPoolSize };
+  const budget = Math.max(8, connectionLimit - CONNECTIONS_LEFT_TO_OTHERS);
+  const background = Math.max(2, Math.min(BACKGROUND_POOL_SIZE, Math.floor(budget / 4)));
+  const api = Math.max(2, Math.min(MAX_API_POOL_SIZE, Math.floor((budget - 2 * background) / (2 * apiCount))));
+  return { api, background };
 }

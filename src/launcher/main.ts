@@ -64,7 +64,7 @@ async function launch(): Promise<void> {
       void finish(0);
     });
 
-  const specs = childSpecs(config, shared.env);
+  const specs = childSpecs(config, { shared: shared.env, connectionLimit: shared.connectionLimit, env: process.env });
   try {
     // The worker's process seeds the catalog before it listens: the API starts once there is one.
     await supervisor.start(specs.background);

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import * as path from 'node:path';
+import { DataSource } from 'typeorm';
 import { loadOrCreateDevSigningKey } from '@hcp/auth';
 import { GENERATED_KEYRING_FILE, loadSecretsFromEnv } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
@@ -16,6 +17,8 @@ import { openEmbeddedDatabase } from './embedded-database';
 export interface SharedRuntime {
   /** Variables every child gets on top of the launcher's environment. */
   env: Record<string, string>;
+  /** Connections the database server takes from ordinary roles (max_connections less the reserved ones). */
+  connectionLimit: number;
   close(): Promise<void>;
 }
 
@@ -31,11 +34,13 @@ export async function openSharedRuntime(config: HcpConfig): Promise<SharedRuntim
     env.DATABASE_URL = databaseUrl;
     logger.log(`embedded PostgreSQL running in ${config.dataDir}`);
   }
+  let connectionLimit: number;
   try {
     const dataSource = createDataSource(databaseUrl, { poolSize: 4, applicationName: 'hcp-launcher' });
     await dataSource.initialize();
     try {
       await migrate(dataSource);
+      connectionLimit = await serverConnectionLimit(dataSource);
     } finally {
       await dataSource.destroy();
     }
@@ -52,5 +57,14 @@ export async function openSharedRuntime(config: HcpConfig): Promise<SharedRuntim
     await stopDatabase();
     throw err;
   }
-  return { env, close: stopDatabase };
+  return { env, connectionLimit, close: stopDatabase };
+}
+
+async function serverConnectionLimit(dataSource: DataSource): Promise<number> {
+  const [row] = await dataSource.query(
+    `SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int AS n`,
+  );
+  const n = Number(row?.n);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`the database reported no usable connection limit (${row?.n})`);
+  return n;
 }

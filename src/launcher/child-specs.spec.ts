@@ -1,0 +1,49 @@
+import { loadConfig } from '../config/hcp-config';
+import { childSpecs } from './child-specs';
+
+/** Connections all children may open: two pools per process. */
+function connectionsOf(env: NodeJS.ProcessEnv, connectionLimit: number): { total: number; api: number; bg: number } {
+  const specs = childSpecs(loadConfig(env), { shared: {}, connectionLimit, env });
+  const api = Number(specs.api[0].env.HCP_DB_POOL_SIZE);
+  const bg = Number(specs.background.env.HCP_DB_POOL_SIZE);
+  return { total: 2 * bg + 2 * api * specs.api.length, api, bg };
+}
+
+describe('launcher child specs', () => {
+  it.each([
+    [50, 1],
+    [50, 2],
+    [97, 2],
+    [97, 4],
+    [200, 8],
+  ])(
+    'fits every pool into a server allowing %i connections with %i API processes, leaving 10 to others',
+    (limit, n) => {
+      const { total } = connectionsOf({ HCP_API_PROCESSES: String(n) }, limit);
+      expect(total).toBeLessThanOrEqual(limit - 10);
+    },
+  );
+
+  it('keeps pools of 20 on a server with room for them', () => {
+    expect(connectionsOf({ HCP_API_PROCESSES: '2', DATABASE_URL: 'postgres://h/db' }, 500)).toMatchObject({
+      api: 20,
+      bg: 20,
+    });
+  });
+
+  it('sizes pools on a database of its own as on the embedded one (a default server has 100 connections)', () => {
+    const external = connectionsOf({ HCP_API_PROCESSES: '2', DATABASE_URL: 'postgres://h/db' }, 97);
+    expect(external.total).toBeLessThanOrEqual(87);
+    expect(external).toEqual(connectionsOf({ HCP_API_PROCESSES: '2' }, 97));
+  });
+
+  it('leaves a pool size set by hand to the operator', () => {
+    expect(connectionsOf({ HCP_API_PROCESSES: '4', HCP_DB_POOL_SIZE: '7' }, 50)).toMatchObject({ api: 7, bg: 7 });
+  });
+
+  it('gives the worker and projections the concurrency set by hand, else 32', () => {
+    const specs = (env: NodeJS.ProcessEnv) => childSpecs(loadConfig(env), { shared: {}, connectionLimit: 97, env });
+    expect(specs({}).background.env.HCP_WORKER_CONCURRENCY).toBe('32');
+    expect(specs({ HCP_WORKER_CONCURRENCY: '4' }).background.env.HCP_WORKER_CONCURRENCY).toBe('4');
+  });
+});
