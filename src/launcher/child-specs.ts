@@ -19,8 +19,8 @@ const BACKGROUND_WORKER_CONCURRENCY = '32';
 /**
  * V8 flags of an API process. An API request allocates little that outlives it, so a small young
  * generation (4 MB semi-spaces instead of V8's 16) is collected often and cheaply instead of holding
- * pages: peak RSS of an API process under 10 s of reads at 100,000 VMs went 178-197 MB -> 139-169 MB
- * (bench, 2026-12-03).
+ * pages. Quick bench runs (2 s windows) showed 178-197 -> 139-169 MB peak RSS; the quiet full run of
+ * 2026-12-04 (10 s windows at 1,500 reads/s) still reached 258-265 MB with it: see bench/README.md.
  */
 export const API_NODE_FLAGS = ['--max-semi-space-size=4'];
 
