@@ -247,6 +247,11 @@ export const EXTENSION_ROUTES: ReadonlyArray<{ method: HttpMethod; path: string;
   { method: GET, path: '/v1/ops/flavors', why: 'the ops view of flavors' },
   { method: POST, path: '/v1/ops/providers/{id}/check', why: 'checks a provider now (its health)' },
   { method: GET, path: '/v1/ops/metering', why: 'the metering records, as billing reads them' },
+  {
+    method: GET,
+    path: '/v1/ops/usage',
+    why: 'usage of a period (VM-, vCPU-, GiB- and powered-off hours) computed from the metering records',
+  },
   { method: GET, path: '/console/{session_id}', why: "the webconsole page a console session's url opens" },
 ];
 

@@ -216,6 +216,16 @@ describe('/openapi.json describes the answers HCP gives', () => {
     );
     documented('GET /v1/ops/audit', await ops.get('/v1/ops/audit?limit=20'));
     documented('GET /v1/ops/metering', await ops.get('/v1/ops/metering'));
+    const day = {
+      from: new Date(Date.now() - 86_400_000).toISOString(),
+      to: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+    const usage = documented(
+      'GET /v1/ops/usage',
+      await ops.get(`/v1/ops/usage?from=${day.from}&to=${day.to}&detail=vm`),
+    );
+    expect(usage.body.vms.length).toBeGreaterThan(0);
+    answered('GET /v1/ops/usage', 400, await ops.get(`/v1/ops/usage?from=${day.to}&to=${day.from}`));
     documented('GET /v1/ops/projections', await ops.get('/v1/ops/projections'));
     documented('GET /v1/ops/dead-letters', await ops.get('/v1/ops/dead-letters'));
     answered('POST /v1/ops/dead-letters/{id}/retry', 404, await ops.post(`/v1/ops/dead-letters/${randomUUID()}/retry`));

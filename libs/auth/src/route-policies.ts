@@ -90,6 +90,7 @@ export const ROUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   'POST /v1/ops/orphans/:id/destroy': { scope: 'ops', roles: ['infra-admin'], starts_job: true },
   'GET /v1/ops/audit': { scope: 'ops', roles: ['security-auditor'] },
   'GET /v1/ops/metering': cloudOperator,
+  'GET /v1/ops/usage': cloudOperator,
   'GET /v1/ops/projections': cloudOperator,
   'POST /v1/ops/projections/:name/rebuild': cloudOperator,
   'GET /v1/ops/dead-letters': cloudOperator,
