@@ -116,16 +116,16 @@ func (c *Client) WaitJob(ctx context.Context, project, id string) (*Job, error) 
 }
 
 // WaitVM polls the VM until done says it is as wanted (its read side follows the write side a little
-// later) or ctx ends.
+// later) or ctx ends. done gets nil while HCP does not find the VM.
 func (c *Client) WaitVM(ctx context.Context, project, id string, done func(*VM) bool) (*VM, error) {
 	wait := c.backoff / 2
 	for {
 		vm, err := c.GetVM(ctx, project, id)
-		if err == nil && done(vm) {
-			return vm, nil
-		}
 		if err != nil && !IsCode(err, "NOT_FOUND") {
 			return nil, err
+		}
+		if done(vm) {
+			return vm, nil
 		}
 		if err := sleep(ctx, wait); err != nil {
 			last := "not found"

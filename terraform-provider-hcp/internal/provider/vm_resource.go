@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -198,7 +197,7 @@ func (r *vmResource) Create(ctx context.Context, req resource.CreateRequest, res
 	}
 	want := plan.PowerState.ValueString()
 	vm, err := r.c.client.WaitVM(ctx, project, acc.ResourceID, func(v *hcpapi.VM) bool {
-		return v.Status == want || v.Status == "error"
+		return v != nil && (v.Status == want || v.Status == "error")
 	})
 	if err == nil && vm.Status == "error" {
 		err = fmt.Errorf("HCP shows VM %s in status error after its create job", acc.ResourceID)
@@ -290,7 +289,7 @@ func (r *vmResource) Update(ctx context.Context, req resource.UpdateRequest, res
 		// (which reads) sees what was written.
 		var err error
 		vm, err = r.c.client.WaitVM(ctx, project, id, func(v *hcpapi.VM) bool {
-			return maps.Equal(v.Tags, tags) && maps.Equal(v.Metadata, metadata)
+			return v != nil && maps.Equal(v.Tags, tags) && maps.Equal(v.Metadata, metadata)
 		})
 		if err != nil {
 			resp.Diagnostics.AddError("The VM's new tags did not show", err.Error())
@@ -334,7 +333,7 @@ func (r *vmResource) setPower(ctx context.Context, project, id, want string) (*h
 			return nil, err
 		}
 	}
-	return r.c.client.WaitVM(ctx, project, id, func(v *hcpapi.VM) bool { return v.Status == want })
+	return r.c.client.WaitVM(ctx, project, id, func(v *hcpapi.VM) bool { return v != nil && v.Status == want })
 }
 
 func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -373,8 +372,8 @@ func (r *vmResource) Delete(ctx context.Context, req resource.DeleteRequest, res
 			return
 		}
 	}
-	_, err = r.c.client.WaitVM(ctx, project, id, func(v *hcpapi.VM) bool { return v.Status == "deleted" })
-	if err != nil && !errors.Is(err, context.Canceled) && !hcpapi.IsCode(err, "NOT_FOUND") {
+	_, err = r.c.client.WaitVM(ctx, project, id, func(v *hcpapi.VM) bool { return v == nil || v.Status == "deleted" })
+	if err != nil {
 		resp.Diagnostics.AddError("The VM did not show as deleted", err.Error())
 	}
 }

@@ -1,0 +1,407 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { ApiClient, eventually } from '../support/api-client';
+import { HcpProcess } from '../support/hcp-process';
+import { whileSimulatorHoldsVm } from '../support/simulator-hold';
+import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
+
+// Acceptance tests of terraform-provider-hcp: OpenTofu (HCP_TOFU_BIN, built by .ci/opentofu.sh) drives
+// the provider, built here from the repository's sources, against a real HCP on a simulator catalog.
+
+const ROOT = path.join(__dirname, '..', '..');
+const PROVIDER_SRC = path.join(ROOT, 'terraform-provider-hcp');
+const DEFAULT_TOFU = '/var/cache/hcp-opentofu/1.10.10/tofu';
+const TOFU = process.env.HCP_TOFU_BIN ?? (existsSync(DEFAULT_TOFU) ? DEFAULT_TOFU : undefined);
+const PROJECT = 'tf';
+const STEP_TIMEOUT = 300_000;
+
+const run = promisify(execFile);
+const goPath = `${process.env.PATH ?? ''}:/usr/local/go/bin`;
+
+function describeWithTofu(name: string, body: () => void): void {
+  if (TOFU && existsSync(TOFU)) {
+    describe(name, body);
+    return;
+  }
+  if (process.env.CI === 'true') {
+    describe(name, () => {
+      it('needs OpenTofu (HCP_TOFU_BIN), which CI builds with .ci/opentofu.sh', () => {
+        throw new Error(`OpenTofu is not available: HCP_TOFU_BIN is ${TOFU ?? 'unset'}`);
+      });
+    });
+    return;
+  }
+  console.warn(`skipping "${name}": OpenTofu is not available (run bash .ci/opentofu.sh and set HCP_TOFU_BIN)`);
+  describe.skip(name, body);
+}
+
+interface TofuResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describeWithTofu('Terraform provider (OpenTofu against a running HCP)', () => {
+  let db: TestDatabase;
+  let hcp: HcpProcess;
+  let api: ApiClient;
+  let work: string;
+  let cliConfig: string;
+
+  beforeAll(async () => {
+    work = mkdtempSync(path.join(tmpdir(), 'hcp-tofu-'));
+    const pluginDir = path.join(work, 'plugins');
+    mkdirSync(pluginDir);
+    // Built from the sources under test (go's build cache makes a rebuild quick).
+    await run('go', ['build', '-o', path.join(pluginDir, 'terraform-provider-hcp'), '.'], {
+      cwd: PROVIDER_SRC,
+      env: { ...process.env, PATH: goPath },
+    });
+    // dev_overrides: tofu takes the provider from the folder, without init or any registry.
+    cliConfig = path.join(work, 'tofu.tfrc');
+    writeFileSync(
+      cliConfig,
+      `provider_installation {\n  dev_overrides {\n    "registry.opentofu.org/hcp/hcp" = "${pluginDir}"\n  }\n  direct {}\n}\n`,
+    );
+    db = await createTestDatabase();
+    hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '1' } });
+    api = new ApiClient(hcp.baseUrl, hcp.token('tf-admin', { [PROJECT]: 'admin' }));
+  }, STEP_TIMEOUT);
+
+  afterAll(async () => {
+    await hcp?.stop();
+    hcp?.removeDataDir();
+    await db?.drop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  function tofuEnv(): NodeJS.ProcessEnv {
+    return {
+      PATH: process.env.PATH ?? '',
+      HOME: work,
+      TF_CLI_CONFIG_FILE: cliConfig,
+      TF_IN_AUTOMATION: '1',
+      CHECKPOINT_DISABLE: '1',
+      HCP_URL: hcp.baseUrl,
+      HCP_TOKEN: hcp.token('tf-admin', { [PROJECT]: 'admin' }),
+      HCP_PROJECT: PROJECT,
+    };
+  }
+
+  function tofu(dir: string, ...args: string[]): Promise<TofuResult> {
+    return new Promise((resolve) => {
+      execFile(TOFU!, [...args], { cwd: dir, env: tofuEnv(), maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      });
+    });
+  }
+
+  async function apply(dir: string): Promise<TofuResult> {
+    const res = await tofu(dir, 'apply', '-auto-approve', '-input=false', '-no-color');
+    if (res.code !== 0) throw new Error(`tofu apply failed (${res.code}):\n${res.stdout}\n${res.stderr}`);
+    return res;
+  }
+
+  async function outputs(dir: string): Promise<Record<string, any>> {
+    const res = await tofu(dir, 'output', '-json', '-no-color');
+    if (res.code !== 0) throw new Error(`tofu output failed:\n${res.stderr}`);
+    const parsed = JSON.parse(res.stdout) as Record<string, { value: unknown }>;
+    return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, v.value]));
+  }
+
+  function workspace(name: string, mainTf: string): string {
+    const dir = path.join(work, name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'main.tf'), mainTf);
+    return dir;
+  }
+
+  function vmConfig(name: string, opts: { tags?: Record<string, string>; power_state?: string } = {}): string {
+    const tags = Object.entries(opts.tags ?? {})
+      .map(([k, v]) => `    ${k} = "${v}"`)
+      .join('\n');
+    return `
+terraform {
+  required_providers {
+    hcp = { source = "hcp/hcp" }
+  }
+}
+provider "hcp" {}
+data "hcp_images" "debian" { name = "debian-12" }
+data "hcp_flavors" "small" { name = "small" }
+resource "hcp_vm" "web" {
+  name        = "${name}"
+  zone        = "local"
+  image_id    = data.hcp_images.debian.images[0].id
+  flavor_id   = data.hcp_flavors.small.flavors[0].id
+  power_state = "${opts.power_state ?? 'running'}"
+  tags = {
+${tags}
+  }
+}
+output "vm_id" { value = hcp_vm.web.id }
+output "status" { value = hcp_vm.web.status }
+output "addresses" { value = hcp_vm.web.addresses }
+`;
+  }
+
+  async function vm(id: string): Promise<any> {
+    const res = await api.get(`/v1/projects/${PROJECT}/vms/${id}`);
+    expect(res.status).toBe(200);
+    return res.body;
+  }
+
+  async function liveVmsNamed(name: string): Promise<any[]> {
+    return (await api.get(`/v1/projects/${PROJECT}/vms?name=${encodeURIComponent(name)}`)).body.items;
+  }
+
+  it(
+    'lists the catalog through hcp_zones, hcp_images and hcp_flavors, with their filters',
+    async () => {
+      const dir = workspace(
+        'catalog',
+        `
+terraform {
+  required_providers {
+    hcp = { source = "hcp/hcp" }
+  }
+}
+data "hcp_zones" "all" {}
+data "hcp_images" "all" {}
+data "hcp_images" "debian" { name = "debian-12" }
+data "hcp_flavors" "all" {}
+data "hcp_flavors" "big" { min_vcpus = 2 }
+output "zones" { value = data.hcp_zones.all.zones }
+output "images" { value = data.hcp_images.all.images }
+output "debian" { value = data.hcp_images.debian.images }
+output "flavors" { value = data.hcp_flavors.all.flavors }
+output "big" { value = data.hcp_flavors.big.flavors[*].name }
+`,
+      );
+      await apply(dir);
+      const out = await outputs(dir);
+      const zones = (await api.get('/v1/zones')).body.items;
+      const images = (await api.get('/v1/images')).body.items;
+      const flavors = (await api.get('/v1/flavors')).body.items;
+      expect(out.zones.map((z: any) => z.id)).toEqual(zones.map((z: any) => z.id));
+      expect(out.zones.find((z: any) => z.id === 'local')).toMatchObject({
+        policy: zones[0].policy,
+        reboot: zones[0].capabilities.reboot,
+      });
+      expect(out.images.map((i: any) => [i.id, i.name, i.os])).toEqual(images.map((i: any) => [i.id, i.name, i.os]));
+      expect(out.debian).toEqual([
+        expect.objectContaining({ name: 'debian-12', id: images.find((i: any) => i.name === 'debian-12').id }),
+      ]);
+      expect(out.flavors.map((f: any) => [f.id, f.name, f.vcpus, f.ram_mb, f.disk_gb])).toEqual(
+        flavors.map((f: any) => [f.id, f.name, f.vcpus, f.ram_mb, f.disk_gb]),
+      );
+      expect(out.big).toEqual(flavors.filter((f: any) => f.vcpus >= 2).map((f: any) => f.name));
+      expect(out.big.length).toBeGreaterThan(0);
+    },
+    STEP_TIMEOUT,
+  );
+
+  describe('hcp_vm through its life', () => {
+    let dir: string;
+    let vmId: string;
+
+    it(
+      'apply creates the VM and waits until HCP shows it running',
+      async () => {
+        dir = workspace('life', vmConfig('tf-web', { tags: { env: 'dev' } }));
+        await apply(dir);
+        const out = await outputs(dir);
+        vmId = out.vm_id;
+        expect(out.status).toBe('running');
+        const seen = await vm(vmId);
+        expect(seen).toMatchObject({ name: 'tf-web', zone: 'local', status: 'running', tags: { env: 'dev' } });
+        expect(out.addresses).toEqual(seen.addresses);
+        expect(out.addresses.length).toBeGreaterThan(0);
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'a second plan of the same configuration has nothing to do',
+      async () => {
+        const plan = await tofu(dir, 'plan', '-detailed-exitcode', '-input=false', '-no-color');
+        expect({ code: plan.code, out: plan.stdout.includes('No changes') }).toEqual({ code: 0, out: true });
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'changes tags in place: the same VM, with the new tags',
+      async () => {
+        writeFileSync(path.join(dir, 'main.tf'), vmConfig('tf-web', { tags: { env: 'prod', team: 'web' } }));
+        const res = await apply(dir);
+        expect(res.stdout).toMatch(/1 changed, 0 destroyed/);
+        expect((await outputs(dir)).vm_id).toBe(vmId);
+        expect((await vm(vmId)).tags).toEqual({ env: 'prod', team: 'web' });
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'power_state stopped stops the VM in place, and running starts it again',
+      async () => {
+        writeFileSync(
+          path.join(dir, 'main.tf'),
+          vmConfig('tf-web', { tags: { env: 'prod', team: 'web' }, power_state: 'stopped' }),
+        );
+        await apply(dir);
+        expect((await outputs(dir)).status).toBe('stopped');
+        expect(await vm(vmId)).toMatchObject({ status: 'stopped', desired_state: 'stopped', addresses: [] });
+
+        writeFileSync(path.join(dir, 'main.tf'), vmConfig('tf-web', { tags: { env: 'prod', team: 'web' } }));
+        await apply(dir);
+        expect(await vm(vmId)).toMatchObject({ status: 'running', desired_state: 'running' });
+        const jobs = (await api.get(`/v1/projects/${PROJECT}/jobs?resource_id=${vmId}`)).body.items;
+        expect(jobs.map((j: { type: string }) => j.type)).toEqual(['vm.start', 'vm.stop', 'vm.create']);
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'imports the VM by project/id and by id into a new state, and the plan is then empty',
+      async () => {
+        for (const [name, address] of [
+          ['imported-full', `${PROJECT}/${vmId}`],
+          ['imported-id', vmId],
+        ]) {
+          const other = workspace(name, vmConfig('tf-web', { tags: { env: 'prod', team: 'web' } }));
+          const imported = await tofu(other, 'import', '-input=false', '-no-color', 'hcp_vm.web', address);
+          expect({ code: imported.code, stderr: imported.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+          const plan = await tofu(other, 'plan', '-detailed-exitcode', '-input=false', '-no-color');
+          expect({ code: plan.code, stdout: plan.stdout }).toEqual({
+            code: 0,
+            stdout: expect.stringContaining('No changes'),
+          });
+          const state = await tofu(other, 'state', 'show', '-no-color', 'hcp_vm.web');
+          expect(state.stdout).toContain(vmId);
+        }
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'changing the name replaces the VM',
+      async () => {
+        writeFileSync(path.join(dir, 'main.tf'), vmConfig('tf-web-2', { tags: { env: 'prod', team: 'web' } }));
+        const res = await apply(dir);
+        expect(res.stdout).toMatch(/1 added, 0 changed, 1 destroyed/);
+        const newId = (await outputs(dir)).vm_id;
+        expect(newId).not.toBe(vmId);
+        expect((await vm(vmId)).status).toBe('deleted');
+        expect((await vm(newId)).status).toBe('running');
+        vmId = newId;
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'destroy deletes the VM and waits for it',
+      async () => {
+        const res = await tofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color');
+        expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+        expect((await vm(vmId)).status).toBe('deleted');
+        expect(await liveVmsNamed('tf-web-2')).toHaveLength(0);
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
+      'applying the same configuration again after the destroy creates a new VM (the create key moves on)',
+      async () => {
+        await apply(dir);
+        const again = (await outputs(dir)).vm_id;
+        expect(again).not.toBe(vmId);
+        expect(await vm(again)).toMatchObject({ name: 'tf-web-2', status: 'running' });
+        const res = await tofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color');
+        expect(res.code).toBe(0);
+      },
+      STEP_TIMEOUT,
+    );
+  });
+
+  it(
+    'an apply killed while the create runs, applied again, ends with one VM: the one the first apply made',
+    async () => {
+      const name = 'tf-interrupted';
+      const dir = workspace('interrupted', vmConfig(name, { tags: { case: 'kill' } }));
+      // Its own process group, so the kill takes the provider plugin with tofu, as a dying CI runner would.
+      const child: ChildProcess = spawn(TOFU!, ['apply', '-auto-approve', '-input=false', '-no-color'], {
+        cwd: dir,
+        env: tofuEnv(),
+        detached: true,
+        stdio: 'ignore',
+      });
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      try {
+        const row = await eventually(
+          async () => {
+            const rows = await queryDatabase<{ hcp_id: string }>(
+              db.url,
+              'SELECT hcp_id FROM simulator.vms WHERE name = $1',
+              [name],
+            );
+            return rows[0];
+          },
+          'the first apply to start the create at the simulator',
+          120_000,
+        );
+
+        // While the simulator holds the VM, its create cannot finish: the apply is killed mid-create.
+        await whileSimulatorHoldsVm(db.url, row.hcp_id, async () => {
+          process.kill(-child.pid!, 'SIGKILL');
+          await exited;
+          expect((await vm(row.hcp_id)).status).toBe('provisioning');
+        });
+        const statePath = path.join(dir, 'terraform.tfstate');
+        const saved = existsSync(statePath) ? readFileSync(statePath, 'utf8') : '';
+        expect(saved).not.toContain(row.hcp_id);
+
+        await apply(dir);
+        const out = await outputs(dir);
+        expect(out.vm_id).toBe(row.hcp_id);
+        expect(out.status).toBe('running');
+        expect((await liveVmsNamed(name)).map((v: { id: string }) => v.id)).toEqual([row.hcp_id]);
+        expect(await queryDatabase(db.url, 'SELECT hcp_id FROM simulator.vms WHERE name = $1', [name])).toHaveLength(1);
+        const jobs = (await api.get(`/v1/projects/${PROJECT}/jobs?resource_id=${row.hcp_id}`)).body.items;
+        expect(jobs.map((j: { type: string }) => j.type)).toEqual(['vm.create']);
+
+        const destroyed = await tofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color');
+        expect(destroyed.code).toBe(0);
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+    },
+    STEP_TIMEOUT,
+  );
+
+  it(
+    'an HCP refusal reaches the user as a diagnostic with its code and message',
+    async () => {
+      const dir = workspace(
+        'refused',
+        vmConfig('tf-refused').replace('zone        = "local"', 'zone        = "no-such-zone"'),
+      );
+      const res = await tofu(dir, 'apply', '-auto-approve', '-input=false', '-no-color');
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(/HCP refused to create the VM/);
+      expect(res.stderr).toMatch(/HCP answered 4\d\d [A-Z_]+: /);
+      expect(await liveVmsNamed('tf-refused')).toHaveLength(0);
+    },
+    STEP_TIMEOUT,
+  );
+});
