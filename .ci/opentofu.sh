@@ -7,9 +7,10 @@
 #
 # `go install` refuses OpenTofu's module (its go.mod has replace directives), so the module is downloaded
 # into the normal Go module cache (`go mod download`), copied to a writable folder and built there with
-# `go build ./cmd/tofu` (about 4 minutes of two cores the first time). The binary is kept in
-# /var/cache/hcp-opentofu/<version>/tofu and reused when it is there and answers `tofu version`, so the
-# script is safe to run twice. The provider is then built once (go build ./... and go vet in
+# `go build ./cmd/tofu` (about 4 minutes of two cores the first time), with the version package's dev flag
+# off as OpenTofu's release build has it (`tofu version` then says v1.10.10, not v1.10.10-dev). The binary
+# is kept in /var/cache/hcp-opentofu/<version>/tofu and reused when it answers that version, so the script
+# is safe to run twice. The provider is then built and vetted (go build ./... and go vet in
 # terraform-provider-hcp/) so a compile error shows here rather than inside a test.
 #
 # Environment (all optional):
@@ -30,7 +31,8 @@ die() { say "$*"; exit 1; }
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null 2>&1 || die "Go is needed to build OpenTofu and the provider"
 
-built() { [[ -x "$BIN" ]] && "$BIN" version >/dev/null 2>&1; }
+# A binary that answers with exactly this version (not a -dev build of it) is the one to keep.
+built() { [[ -x "$BIN" ]] && [[ "$("$BIN" version 2>/dev/null | head -1)" == "OpenTofu v$VERSION" ]]; }
 
 if ! built; then
   mkdir -p "$HOME_DIR/$VERSION"
@@ -47,7 +49,7 @@ if ! built; then
     cp -r "$src/." "$work/"
     chmod -R u+w "$work"
     say "building tofu (a few minutes the first time)"
-    (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN.tmp" ./cmd/tofu)
+    (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$BIN.tmp" ./cmd/tofu)
     mv "$BIN.tmp" "$BIN"
     rm -rf "$work"
     trap - EXIT
@@ -55,7 +57,7 @@ if ! built; then
   exec 9>&-
 fi
 built || die "tofu $VERSION did not build"
-say "$("$BIN" version | head -1)"
+say "$("$BIN" version 2>/dev/null | head -1)"
 
 say "building and vetting terraform-provider-hcp"
 (cd terraform-provider-hcp && go build ./... && go vet ./...)
