@@ -390,6 +390,39 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
   );
 
   it(
+    'refuses a power_state other than running or stopped at plan, before anything reaches HCP',
+    async () => {
+      const dir = workspace('bad-power', vmConfig('tf-bad-power', { power_state: 'paused' }));
+      const res = await tofu(dir, 'plan', '-input=false', '-no-color');
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toContain('power_state must be running or stopped, not "paused"');
+      expect(await liveVmsNamed('tf-bad-power')).toHaveLength(0);
+    },
+    STEP_TIMEOUT,
+  );
+
+  it(
+    'refuses an import id that is neither <project>/<vm id> nor a VM id, and one HCP does not have',
+    async () => {
+      const dir = workspace('bad-import', vmConfig('tf-bad-import'));
+      const malformed = await tofu(dir, 'import', '-input=false', '-no-color', 'hcp_vm.web', 'a/b/c');
+      expect(malformed.code).not.toBe(0);
+      expect(malformed.stderr).toContain('Invalid import id');
+      const absent = await tofu(
+        dir,
+        'import',
+        '-input=false',
+        '-no-color',
+        'hcp_vm.web',
+        '00000000-0000-4000-8000-000000000000',
+      );
+      expect(absent.code).not.toBe(0);
+      expect(absent.stderr).toMatch(/Cannot import non-existent remote object/);
+    },
+    STEP_TIMEOUT,
+  );
+
+  it(
     'an HCP refusal reaches the user as a diagnostic with its code and message',
     async () => {
       const dir = workspace(

@@ -304,3 +304,31 @@ func TestAListWithoutItemsIsRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// HCP records the create, then the connection drops before its answer reaches the provider.
+func TestACreateWhoseAnswerWasCutIsSentAgainWithTheSameKeyAndGetsTheSameVM(t *testing.T) {
+	f := &fakeCreates{byKey: map[string]Accepted{}, vms: map[string]map[string]any{}}
+	inner := f.handler(t)
+	cut := true
+	c := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && cut {
+			cut = false
+			inner(httptest.NewRecorder(), r) // HCP acts on it...
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.Close() // ...and the answer never arrives.
+			return
+		}
+		inner(w, r)
+	})
+	base, _ := CreateKey("p", body)
+	acc, _, err := c.CreateVM(context.Background(), "p", base, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.vms) != 1 || acc.ResourceID != "vm-1" || strings.Join(f.keys, ",") != base+","+base {
+		t.Fatalf("answer %+v, %d VMs, keys %v", acc, len(f.vms), f.keys)
+	}
+}
