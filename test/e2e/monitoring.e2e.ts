@@ -85,6 +85,8 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
   let hcp: HcpProcess;
   let prometheus: PrometheusServer;
   let instance: string;
+  let seededProvider: string;
+  let unreachableProvider: string;
 
   beforeAll(async () => {
     db = await createTestDatabase('hcp_e2e_monitoring');
@@ -149,7 +151,17 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
     expect((await api.get('/v1/projects/elsewhere/vms')).status).toBe(404);
     const providers = await ops.get('/v1/ops/providers');
     expect(providers.status).toBe(200);
-    expect((await ops.post(`/v1/ops/providers/${providers.body.items[0].id}/check`)).status).toBe(200);
+    seededProvider = providers.body.items[0].id;
+    expect((await ops.post(`/v1/ops/providers/${seededProvider}/check`)).status).toBe(200);
+    // A Proxmox provider on a closed loopback port: registered, and unreachable at its first check.
+    const unreachable = await ops.post('/v1/ops/providers', {
+      name: 'pve-away',
+      type: 'proxmox',
+      endpoint: 'https://127.0.0.1:1',
+      credentials: { api_token: 'hcp@pve!monitoring=0b9f2c3e-5d1a-4c55-9a0e-0123456789ab' },
+    });
+    expect(unreachable.status).toBe(201);
+    unreachableProvider = unreachable.body.id;
   }, 120_000);
 
   afterAll(async () => {
@@ -224,18 +236,39 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
     expect(unparsed).toEqual([]);
   }, 240_000);
 
-  it('fires none of the alerts on a healthy HCP, and has loaded every rule', async () => {
+  it('shows a provider HCP reaches as up (1) and one it cannot reach as down (0)', async () => {
+    const wrong = await untilAllAnswer(
+      [
+        `max by (provider) (hcp_provider_up{provider="${seededProvider}"}) == 1`,
+        `max by (provider) (hcp_provider_up{provider="${unreachableProvider}"}) == 0`,
+      ],
+      returnsSeries,
+    );
+    expect(wrong).toEqual([]);
+  });
+
+  it('loads every rule, fires none of them for a healthy HCP, and holds the unreachable provider as pending', async () => {
     const loaded = await prometheus.get<{
       data: { groups: Array<{ rules: Array<{ name: string; health: string }> }> };
     }>('/api/v1/rules');
-    const names = loaded.data.groups.flatMap((g) => g.rules.map((r) => ({ name: r.name, health: r.health })));
-    expect(names.map((r) => r.name).sort()).toEqual(
+    const health = loaded.data.groups.flatMap((g) => g.rules.map((r) => ({ name: r.name, health: r.health })));
+    expect(health.map((r) => r.name).sort()).toEqual(
       rules()
         .map((r) => (r.alert ?? r.record) as string)
         .sort(),
     );
-    const firing = await prometheus.query('ALERTS{alertstate="firing"}');
+    expect(health.filter((r) => r.health === 'err')).toEqual([]);
+    // HcpProviderUnreachable picks up the provider HCP could not reach (pending for its 3 minutes, firing
+    // after them on a slow run); no other alert fires.
+    const unreachable = await untilAllAnswer(
+      [`ALERTS{alertname="HcpProviderUnreachable", provider="${unreachableProvider}"}`],
+      returnsSeries,
+    );
+    expect(unreachable).toEqual([]);
+    const firing = await prometheus.query('ALERTS{alertstate="firing", alertname!="HcpProviderUnreachable"}');
     expect(firing.status).toBe('success');
     expect(firing.data?.result.map((r) => r.metric.alertname)).toEqual([]);
+    const seeded = await prometheus.query(`ALERTS{provider="${seededProvider}"}`);
+    expect(seeded.data?.result).toEqual([]);
   });
 });
