@@ -236,6 +236,23 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
     expect(unparsed).toEqual([]);
   }, 240_000);
 
+  it('counts the traffic it was given: each job once, with its duration, retry and outcome', async () => {
+    const wrong = await untilAllAnswer(
+      [
+        'sum(hcp_job_duration_seconds_count{type="vm.create", outcome="succeeded"}) == 1',
+        'sum(hcp_job_duration_seconds_count{type="vm.reboot", outcome="failed"}) == 1',
+        'sum(hcp_jobs_finished_total{type="vm.reboot", outcome="PROVIDER_UNAVAILABLE"}) == 1',
+        'sum(hcp_job_retries_total{code="PROVIDER_UNAVAILABLE"}) == 1',
+        'max(hcp_job_queue_jobs{state="due"}) == 0',
+        'sum(hcp_http_request_duration_seconds_count{status="401"}) >= 1',
+        'sum(hcp_published_messages_total{sink="audit"}) > 0',
+        'sum(hcp_publish_failures_total{sink="audit"}) == 0',
+      ],
+      returnsSeries,
+    );
+    expect(wrong).toEqual([]);
+  });
+
   it('shows a provider HCP reaches as up (1) and one it cannot reach as down (0)', async () => {
     const wrong = await untilAllAnswer(
       [
