@@ -50,6 +50,8 @@ describeWithTofu('Terraform provider (OpenTofu against a running HCP)', () => {
   let api: ApiClient;
   let work: string;
   let cliConfig: string;
+  // The HCP that tofu talks to: the suite's, or a nested block's own.
+  let target: HcpProcess;
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'hcp-tofu-'));
@@ -69,6 +71,7 @@ describeWithTofu('Terraform provider (OpenTofu against a running HCP)', () => {
     db = await createTestDatabase();
     hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '1' } });
     api = new ApiClient(hcp.baseUrl, hcp.token('tf-admin', { [PROJECT]: 'admin' }));
+    target = hcp;
   }, STEP_TIMEOUT);
 
   afterAll(async () => {
@@ -85,8 +88,8 @@ describeWithTofu('Terraform provider (OpenTofu against a running HCP)', () => {
       TF_CLI_CONFIG_FILE: cliConfig,
       TF_IN_AUTOMATION: '1',
       CHECKPOINT_DISABLE: '1',
-      HCP_URL: hcp.baseUrl,
-      HCP_TOKEN: hcp.token('tf-admin', { [PROJECT]: 'admin' }),
+      HCP_URL: target.baseUrl,
+      HCP_TOKEN: target.token('tf-admin', { [PROJECT]: 'admin' }),
       HCP_PROJECT: PROJECT,
     };
   }
@@ -289,6 +292,21 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
     );
 
     it(
+      'a VM stopped outside Terraform shows as a change, and the next apply starts it again',
+      async () => {
+        const stop = await api.post(`/v1/projects/${PROJECT}/vms/${vmId}/actions/stop`, { force: false });
+        expect(stop.status).toBe(202);
+        await eventually(async () => ((await vm(vmId)).status === 'stopped' ? true : undefined), 'VM stopped', 60_000);
+        const plan = await tofu(dir, 'plan', '-detailed-exitcode', '-input=false', '-no-color');
+        expect(plan.code).toBe(2);
+        expect(plan.stdout).toMatch(/power_state\s+= "stopped" -> "running"/);
+        await apply(dir);
+        expect(await vm(vmId)).toMatchObject({ status: 'running', desired_state: 'running' });
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
       'changing the name replaces the VM',
       async () => {
         writeFileSync(path.join(dir, 'main.tf'), vmConfig('tf-web-2', { tags: { env: 'prod', team: 'web' } }));
@@ -437,4 +455,67 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
     },
     STEP_TIMEOUT,
   );
+  describe('a create job that fails', () => {
+    let failDb: TestDatabase;
+    let failing: HcpProcess | undefined;
+    let healed: HcpProcess | undefined;
+    let failDir: string | undefined;
+
+    beforeAll(async () => {
+      failDb = await createTestDatabase();
+      failing = await HcpProcess.start({
+        databaseUrl: failDb.url,
+        env: {
+          HCP_SIMULATOR_LATENCY_SCALE: '0.05',
+          HCP_SIMULATOR_FAULTS: 'create=fail:PROVIDER_UNAVAILABLE',
+          HCP_JOB_MAX_ATTEMPTS: '1',
+        },
+      });
+      failDir = failing.dataDir;
+      target = failing;
+    }, STEP_TIMEOUT);
+
+    afterAll(async () => {
+      target = hcp;
+      await failing?.stop();
+      await healed?.stop();
+      if (failDir) rmSync(failDir, { recursive: true, force: true });
+      await failDb?.drop();
+    });
+
+    it(
+      'fails the apply with the job error, keeps the VM in the state as tainted, and the next apply replaces it',
+      async () => {
+        const dir = workspace('failed-create', vmConfig('tf-failing'));
+        const res = await tofu(dir, 'apply', '-auto-approve', '-input=false', '-no-color');
+        expect(res.code).not.toBe(0);
+        expect(res.stderr).toContain("The VM's create job did not succeed");
+        expect(res.stderr).toMatch(/failed:\s+PROVIDER_UNAVAILABLE: simulator create failed/);
+        const shown = await tofu(dir, 'state', 'show', '-no-color', 'hcp_vm.web');
+        expect(shown.stdout).toContain('tainted');
+        const failedId = /^\s+id\s+= "([0-9a-f-]{36})"/m.exec(shown.stdout)?.[1];
+        expect(failedId).toBeDefined();
+        const failApi = api.asBase(failing!.baseUrl).as(failing!.token('tf-admin', { [PROJECT]: 'admin' }));
+        expect((await failApi.get(`/v1/projects/${PROJECT}/vms/${failedId}`)).body.status).toBe('error');
+
+        // The provider's fault is over: the same HCP (database and data folder) without it.
+        await failing!.stop();
+        healed = await HcpProcess.start({
+          databaseUrl: failDb.url,
+          dataDir: failing!.dataDir,
+          env: { HCP_SIMULATOR_LATENCY_SCALE: '0.05' },
+        });
+        failing = undefined;
+        target = healed;
+        const again = await apply(dir);
+        expect(again.stdout).toMatch(/1 added, 0 changed, 1 destroyed/);
+        const newId = (await outputs(dir)).vm_id;
+        expect(newId).not.toBe(failedId);
+        const healedApi = failApi.asBase(healed.baseUrl);
+        expect((await healedApi.get(`/v1/projects/${PROJECT}/vms/${newId}`)).body.status).toBe('running');
+        expect((await healedApi.get(`/v1/projects/${PROJECT}/vms/${failedId}`)).body.status).toBe('deleted');
+      },
+      STEP_TIMEOUT,
+    );
+  });
 });
