@@ -292,6 +292,32 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
     );
 
     it(
+      'on an imported VM, ssh_keys in the configuration are recorded in place rather than replacing it',
+      async () => {
+        const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmWCKkTr8PiDVkvtdFVY alice@laptop';
+        const config = vmConfig('tf-web', { tags: { env: 'prod', team: 'web' } }).replace(
+          '  power_state',
+          `  ssh_keys    = ["${key}"]\n  power_state`,
+        );
+        const other = workspace('imported-keys', config);
+        expect((await tofu(other, 'import', '-input=false', '-no-color', 'hcp_vm.web', vmId)).code).toBe(0);
+        const plan = await tofu(other, 'plan', '-detailed-exitcode', '-input=false', '-no-color');
+        expect(plan.code).toBe(2);
+        expect(plan.stdout).toContain('0 to add, 1 to change, 0 to destroy');
+        await apply(other);
+        expect((await outputs(other)).vm_id).toBe(vmId);
+        const after = await tofu(other, 'plan', '-detailed-exitcode', '-input=false', '-no-color');
+        expect(after.code).toBe(0);
+        // The VM that was created by this provider with none would be replaced by adding keys.
+        writeFileSync(path.join(dir, 'main.tf'), config);
+        const created = await tofu(dir, 'plan', '-input=false', '-no-color');
+        expect(created.stdout).toContain('1 to add, 0 to change, 1 to destroy');
+        writeFileSync(path.join(dir, 'main.tf'), vmConfig('tf-web', { tags: { env: 'prod', team: 'web' } }));
+      },
+      STEP_TIMEOUT,
+    );
+
+    it(
       'a VM stopped outside Terraform shows as a change, and the next apply starts it again',
       async () => {
         const stop = await api.post(`/v1/projects/${PROJECT}/vms/${vmId}/actions/stop`, { force: false });

@@ -93,9 +93,16 @@ func (r *vmResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp 
 			"metadata": schema.MapAttribute{Optional: true, Computed: true, ElementType: types.StringType,
 				Default: mapdefault.StaticValue(emptyMap), Description: "Metadata; changed in place."},
 			"ssh_keys": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
-				Description:   "SSH public keys given to the guest at create (HCP does not answer them back)."},
-			"user_data": schema.StringAttribute{Optional: true, Sensitive: true, PlanModifiers: replace,
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(
+					func(ctx context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !createInputsUnknown(ctx, req.Private, req.StateValue.IsNull())
+					}, createInputsDescription, createInputsDescription)},
+				Description: "SSH public keys given to the guest at create (HCP does not answer them back)."},
+			"user_data": schema.StringAttribute{Optional: true, Sensitive: true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(
+					func(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !createInputsUnknown(ctx, req.Private, req.StateValue.IsNull())
+					}, createInputsDescription, createInputsDescription)},
 				Description: "Cloud-init user data given at create (HCP does not answer it back)."},
 			"power_state": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("running"),
 				Description: "running or stopped; a change starts or (gracefully) stops the VM in place."},
@@ -394,6 +401,29 @@ func (r *vmResource) ImportState(ctx context.Context, req resource.ImportStateRe
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("project_id"), project)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte("true"))...)
+}
+
+// importedKey marks, in the resource's private state, a VM that came in by import: what it was created
+// with (ssh_keys, user_data) is unknown, since HCP does not answer it back.
+const importedKey = "imported"
+
+const createInputsDescription = "Changing it replaces the VM, except that on an imported VM the first value " +
+	"is only recorded (HCP does not answer what the VM was created with)."
+
+// privateGetter is the part of the framework's private state a plan modifier sees.
+type privateGetter interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+}
+
+// createInputsUnknown: the recorded value is null on an imported VM, so the configuration's value is
+// taken as what it was created with instead of replacing the VM.
+func createInputsUnknown(ctx context.Context, private privateGetter, stateNull bool) bool {
+	if !stateNull || private == nil {
+		return false
+	}
+	v, _ := private.GetKey(ctx, importedKey)
+	return string(v) == "true"
 }
 
 // createBody is the create's request body from the plan.
