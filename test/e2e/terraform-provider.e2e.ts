@@ -434,6 +434,27 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
   );
 
   it(
+    "the README's example (terraform-provider-hcp/examples/main.tf) applies as written, plans empty after, and destroys",
+    async () => {
+      const dir = workspace('example', readFileSync(path.join(PROVIDER_SRC, 'examples', 'main.tf'), 'utf8'));
+      await apply(dir);
+      const out = await outputs(dir);
+      expect(await vm(out.vm_id)).toMatchObject({
+        name: 'web-1',
+        zone: 'local',
+        status: 'running',
+        tags: { env: 'dev', team: 'web' },
+        metadata: { owner: 'platform' },
+      });
+      expect(out.addresses).toEqual((await vm(out.vm_id)).addresses);
+      expect((await tofu(dir, 'plan', '-detailed-exitcode', '-input=false', '-no-color')).code).toBe(0);
+      expect((await tofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color')).code).toBe(0);
+      expect((await vm(out.vm_id)).status).toBe('deleted');
+    },
+    STEP_TIMEOUT,
+  );
+
+  it(
     'refuses a power_state other than running or stopped at plan, before anything reaches HCP',
     async () => {
       const dir = workspace('bad-power', vmConfig('tf-bad-power', { power_state: 'paused' }));
