@@ -87,6 +87,7 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
   let instance: string;
   let seededProvider: string;
   let unreachableProvider: string;
+  let ops: ApiClient;
 
   beforeAll(async () => {
     db = await createTestDatabase('hcp_e2e_monitoring');
@@ -133,7 +134,7 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
     // Traffic enough for every panel's series: a create that succeeds, a reboot that fails after a
     // retry, refused requests, ops reading and checking a provider.
     const api = new ApiClient(hcp.baseUrl, hcp.token('alice', { demo: 'admin' }));
-    const ops = new ApiClient(hcp.baseUrl, hcp.token('ops-anna', {}, ['infra-admin', 'cloud-operator']));
+    ops = new ApiClient(hcp.baseUrl, hcp.token('ops-anna', {}, ['infra-admin', 'cloud-operator']));
     const created = await api.post('/v1/projects/demo/vms', {
       name: 'watched-1',
       zone: 'local',
@@ -287,5 +288,21 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
     expect(firing.data?.result.map((r) => r.metric.alertname)).toEqual([]);
     const seeded = await prometheus.query(`ALERTS{provider="${seededProvider}"}`);
     expect(seeded.data?.result).toEqual([]);
+  });
+
+  it('drops a provider ops removed from hcp_provider_up at the next check', async () => {
+    expect(await untilAllAnswer([`hcp_provider_up{provider="${unreachableProvider}"} == 0`], returnsSeries)).toEqual(
+      [],
+    );
+    const removed = await ops.delete(`/v1/ops/providers/${unreachableProvider}`);
+    expect([200, 204]).toContain(removed.status);
+    const wrong = await untilAllAnswer(
+      [
+        `absent(hcp_provider_up{provider="${unreachableProvider}"})`,
+        `max by (provider) (hcp_provider_up{provider="${seededProvider}"}) == 1`,
+      ],
+      returnsSeries,
+    );
+    expect(wrong).toEqual([]);
   });
 });

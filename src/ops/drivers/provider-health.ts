@@ -48,7 +48,6 @@ export class ProviderHealthService {
        ON CONFLICT (provider_id) DO UPDATE SET status = EXCLUDED.status, message = EXCLUDED.message, checked_at = EXCLUDED.checked_at`,
       [providerId, health.status, health.message, health.checked_at],
     );
-    this.metrics.providerUp.set({ provider: providerId }, health.status === 'healthy' ? 1 : 0);
     if (health.status !== 'healthy')
       this.logger.warn({ msg: 'provider unreachable', provider_id: providerId, reason: health.message });
     return health;
@@ -72,15 +71,19 @@ export class ProviderHealthService {
 
   async checkAll(): Promise<void> {
     const providers = await this.catalog.list('provider');
-    // A provider that was removed leaves the gauge instead of staying up (or down) forever.
+    // The gauge comes from these periodic passes only (not from checks ops ask an API process for), so the
+    // processes reporting it are the ones that also drop a provider that was removed.
     const current = new Set(providers.map((p) => p.id));
     for (const { labels } of (await this.metrics.providerUp.get()).values)
       if (typeof labels.provider === 'string' && !current.has(labels.provider))
         this.metrics.providerUp.remove({ provider: labels.provider });
     for (const provider of providers) {
-      await this.check(provider.id).catch((err) =>
-        this.logger.warn(`health check of ${provider.id} failed: ${(err as Error).message}`),
-      );
+      try {
+        const health = await this.check(provider.id);
+        this.metrics.providerUp.set({ provider: provider.id }, health.status === 'healthy' ? 1 : 0);
+      } catch (err) {
+        this.logger.warn(`health check of ${provider.id} failed: ${(err as Error).message}`);
+      }
     }
   }
 }

@@ -189,7 +189,7 @@ export class HcpMetrics {
 
   readonly providerUp = new Gauge({
     name: 'hcp_provider_up',
-    help: "1 when the last connectivity check of a provider succeeded, 0 when it found the provider unreachable, per provider id (processes that checked it: workers every HCP_PROVIDER_HEALTH_INTERVAL_MS, the API on registration or ops' request)",
+    help: 'Per provider id: 1 when the last periodic connectivity check (worker processes, every HCP_PROVIDER_HEALTH_INTERVAL_MS) reached it, 0 when it found it unreachable',
     labelNames: ['provider'] as const,
   });
 
