@@ -305,4 +305,19 @@ describeWithPrometheus('monitoring against a running HCP and a real Prometheus',
     );
     expect(wrong).toEqual([]);
   });
+
+  it('serves hcp_job_queue_jobs only from processes that run the worker, as HcpNoWorkerReporting expects', async () => {
+    const apiOnly = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_ROLES: 'api' } });
+    try {
+      const text = await (await fetch(`${apiOnly.baseUrl}/metrics`)).text();
+      expect(text).toContain('hcp_http_request_duration_seconds');
+      expect(text).not.toMatch(/^hcp_job_queue_jobs\{/m);
+    } finally {
+      await apiOnly.stop();
+      apiOnly.removeDataDir();
+    }
+    // The worker of the HCP under test does serve it.
+    const text = await (await fetch(`${hcp.baseUrl}/metrics`)).text();
+    expect(text).toMatch(/^hcp_job_queue_jobs\{state="due"\} \d+$/m);
+  }, 120_000);
 });
