@@ -123,6 +123,21 @@ describeWithTofu('Terraform provider (OpenTofu against a running HCP)', () => {
     return dir;
   }
 
+  /** tofu in its own process group, so a kill takes the provider plugin with it, as a dying CI runner would. */
+  function spawnTofu(dir: string, ...args: string[]): { child: ChildProcess; exited: Promise<void>; kill: () => void } {
+    const child = spawn(TOFU!, args, { cwd: dir, env: tofuEnv(), detached: true, stdio: 'ignore' });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const kill = () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    return { child, exited, kill };
+  }
+
   function vmConfig(name: string, opts: { tags?: Record<string, string>; power_state?: string } = {}): string {
     const tags = Object.entries(opts.tags ?? {})
       .map(([k, v]) => `    ${k} = "${v}"`)
@@ -377,14 +392,7 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
     async () => {
       const name = 'tf-interrupted';
       const dir = workspace('interrupted', vmConfig(name, { tags: { case: 'kill' } }));
-      // Its own process group, so the kill takes the provider plugin with tofu, as a dying CI runner would.
-      const child: ChildProcess = spawn(TOFU!, ['apply', '-auto-approve', '-input=false', '-no-color'], {
-        cwd: dir,
-        env: tofuEnv(),
-        detached: true,
-        stdio: 'ignore',
-      });
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      const { exited, kill } = spawnTofu(dir, 'apply', '-auto-approve', '-input=false', '-no-color');
       try {
         const row = await eventually(
           async () => {
@@ -401,7 +409,7 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
 
         // While the simulator holds the VM, its create cannot finish: the apply is killed mid-create.
         await whileSimulatorHoldsVm(db.url, row.hcp_id, async () => {
-          process.kill(-child.pid!, 'SIGKILL');
+          kill();
           await exited;
           expect((await vm(row.hcp_id)).status).toBe('provisioning');
         });
@@ -421,13 +429,47 @@ output "big" { value = data.hcp_flavors.big.flavors[*].name }
         const destroyed = await tofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color');
         expect(destroyed.code).toBe(0);
       } finally {
-        if (child.exitCode === null && child.signalCode === null) {
-          try {
-            process.kill(-child.pid!, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }
+        kill();
+      }
+    },
+    STEP_TIMEOUT,
+  );
+
+  it(
+    'a destroy killed while the delete runs, run again, waits for that same delete: one vm.delete job',
+    async () => {
+      const dir = workspace('interrupted-destroy', vmConfig('tf-interrupted-destroy'));
+      await apply(dir);
+      const id = (await outputs(dir)).vm_id;
+      const { exited, kill } = spawnTofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color');
+      try {
+        // The simulator holds the VM, so its delete cannot finish: the destroy is killed mid-delete.
+        await whileSimulatorHoldsVm(db.url, id, async () => {
+          // The read side waits for the hold too, so the delete shows in the event store first.
+          await eventually(
+            async () => {
+              const rows = await queryDatabase(
+                db.url,
+                "SELECT 1 FROM hcp_events WHERE stream_id = $1 AND type = 'VmDeleteRequested'",
+                [`vm-${id}`],
+              );
+              return rows.length > 0 ? true : undefined;
+            },
+            'the delete to be requested',
+            120_000,
+          );
+          kill();
+          await exited;
+        });
+        expect(readFileSync(path.join(dir, 'terraform.tfstate'), 'utf8')).toContain(id);
+
+        const again = await tofu(dir, 'destroy', '-auto-approve', '-input=false', '-no-color');
+        expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+        expect((await vm(id)).status).toBe('deleted');
+        const jobs = (await api.get(`/v1/projects/${PROJECT}/jobs?resource_id=${id}`)).body.items;
+        expect(jobs.map((j: { type: string }) => j.type)).toEqual(['vm.delete', 'vm.create']);
+      } finally {
+        kill();
       }
     },
     STEP_TIMEOUT,

@@ -248,6 +248,23 @@ func (r *vmResource) Read(ctx context.Context, req resource.ReadRequest, resp *r
 		return
 	}
 	vm, err := r.c.client.GetVM(ctx, project, state.ID.ValueString())
+	if err == nil && vm.Gone() && vm.Status != "deleted" {
+		// Being deleted (a destroy that was interrupted, or someone else): it is gone once that delete is
+		// done, so wait for it; a destroy run again then ends when the VM is deleted, not before.
+		limit, diags := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
+		resp.Diagnostics.Append(diags...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		tflog.Info(ctx, "the VM is being deleted; waiting for the delete", map[string]any{"vm_id": vm.ID})
+		_, err = r.c.client.WaitVM(waitCtx, project, vm.ID, func(v *hcpapi.VM) bool { return v == nil || v.Status == "deleted" })
+		if err != nil {
+			resp.Diagnostics.AddError("The VM is being deleted and the delete did not finish", err.Error())
+			return
+		}
+	}
 	if hcpapi.IsCode(err, "NOT_FOUND") || (err == nil && vm.Gone()) {
 		tflog.Warn(ctx, "the VM is gone from HCP; removing it from the state", map[string]any{"vm_id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
