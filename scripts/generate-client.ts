@@ -1,6 +1,8 @@
 // Regenerates packages/client/src/schema.ts, the typed client's view of the API, from the document HCP
 // serves at /openapi.json, built in this process (`npm run client:generate`). Needs the PostgreSQL of
 // HCP_TEST_DATABASE_URL (the tests' one): the document is built from the whole application.
+// Run it with node, not under Jest: openapi-typescript's CommonJS build requires ESM-only packages, which
+// Node 20.19+ loads with require() and Jest's module loader does not.
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -44,15 +46,18 @@ function formatWithBiome(source: string, file: string): string {
   return out.stdout;
 }
 
-async function main(): Promise<void> {
+/** `--out <file>` writes elsewhere (the drift test compares that file with the committed one). */
+async function main(argv: string[]): Promise<void> {
+  const at = argv.indexOf('--out');
+  const target = at >= 0 && argv[at + 1] ? path.resolve(argv[at + 1]) : CLIENT_SCHEMA_FILE;
   const source = await clientSchemaSource(await currentOpenApiDocument());
-  writeFileSync(CLIENT_SCHEMA_FILE, source);
-  process.stdout.write(`wrote ${path.relative(ROOT, CLIENT_SCHEMA_FILE)} (${source.length} bytes)\n`);
+  writeFileSync(target, source);
+  process.stderr.write(`wrote ${path.relative(process.cwd(), target)} (${source.length} bytes)\n`);
 }
 
 // Run as a script (scripts/ts-run.js sets argv[1] to this file), not when a test imports it.
 if (process.argv[1] === __filename) {
-  main().catch((err) => {
+  main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   });

@@ -45,8 +45,8 @@ function identity(opts: HcpClientOptions): Middleware {
 function unreachable(): Middleware {
   return {
     onError({ request, error }) {
-      if (request.signal.aborted || (error instanceof Error && error.name === 'AbortError'))
-        return error instanceof Error ? error : undefined;
+      // Returning nothing lets openapi-fetch throw the original error.
+      if (request.signal.aborted || (error as { name?: unknown } | null)?.name === 'AbortError') return;
       return HcpApiError.unreachable(request.url, error);
     },
   };

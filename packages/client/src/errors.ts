@@ -58,7 +58,7 @@ export class HcpApiError extends Error {
 
   /** A request that got no answer: refused connection, DNS failure, reset, TLS failure. */
   static unreachable(url: string, cause: unknown): HcpApiError {
-    const reason = cause instanceof Error ? (causeMessage(cause) ?? cause.message) : String(cause);
+    const reason = isErrorLike(cause) ? (causeMessage(cause) ?? cause.message) : String(cause);
     return new HcpApiError({ status: 0, code: 'UNREACHABLE', message: `no answer from ${url}: ${reason}`, cause });
   }
 }
@@ -97,11 +97,21 @@ export function retryAfterSeconds(value: string | null): number | undefined {
 }
 
 // Node's fetch says only "fetch failed"; what happened (ECONNREFUSED, ENOTFOUND...) is in its cause.
-function causeMessage(err: Error): string | undefined {
-  const cause = (err as { cause?: unknown }).cause;
-  if (!(cause instanceof Error)) return undefined;
-  const code = (cause as { code?: unknown }).code;
-  return typeof code === 'string' ? `${code} (${cause.message})` : cause.message;
+function causeMessage(err: ErrorLike): string | undefined {
+  const cause = err.cause;
+  if (!isErrorLike(cause)) return undefined;
+  return typeof cause.code === 'string' ? `${cause.code} (${cause.message})` : cause.message;
+}
+
+interface ErrorLike {
+  message: string;
+  code?: unknown;
+  cause?: unknown;
+}
+
+// Not instanceof Error: fetch's errors may come from another realm (a worker, a test sandbox).
+function isErrorLike(v: unknown): v is ErrorLike {
+  return typeof v === 'object' && v !== null && typeof (v as { message?: unknown }).message === 'string';
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -56,12 +56,7 @@ export async function waitForJob(
       opts.signal?.throwIfAborted();
       let pauseMs = backoff(attempt, initialDelayMs, maxDelayMs);
       try {
-        const job = unwrap(
-          await client.GET('/v1/projects/{project_id}/jobs/{job_id}', {
-            params: { path: { project_id: projectId, job_id: jobId } },
-            signal: stop.signal,
-          }),
-        );
+        const job = unwrap(await readJob(client, projectId, jobId, stop.signal));
         const seen = JSON.stringify(job);
         if (seen !== lastSeen) {
           lastSeen = seen;
@@ -85,6 +80,23 @@ export async function waitForJob(
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', forwardAbort);
+  }
+}
+
+// One signal per read: fetch leaves a listener on the signal it is given for as long as that signal
+// lives, so handing it the wait's own signal would pile up one per read.
+async function readJob(client: HcpClient, projectId: string, jobId: string, stop: AbortSignal) {
+  const read = new AbortController();
+  const onStop = () => read.abort(stop.reason);
+  if (stop.aborted) onStop();
+  else stop.addEventListener('abort', onStop, { once: true });
+  try {
+    return await client.GET('/v1/projects/{project_id}/jobs/{job_id}', {
+      params: { path: { project_id: projectId, job_id: jobId } },
+      signal: read.signal,
+    });
+  } finally {
+    stop.removeEventListener('abort', onStop);
   }
 }
 
