@@ -78,13 +78,41 @@ describe('waitForJob', () => {
   });
 
   it('rejects at once with the HcpApiError of a refusal that waiting cannot change', async () => {
-    server = await ScriptedServer.start(() => ({ status: 404, body: envelope('NOT_FOUND', 'no such job') }));
+    server = await ScriptedServer.start(() => ({ status: 403, body: envelope('FORBIDDEN', 'viewer cannot') }));
     const err = await waitForJob(createHcpClient({ baseUrl: server.baseUrl }), 'p1', 'j1', FAST).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(HcpApiError);
-    expect(err).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(err).toMatchObject({ status: 403, code: 'FORBIDDEN' });
     expect(server.requests).toHaveLength(1);
+  });
+
+  it('reads a job the read model does not have yet again, until it appears', async () => {
+    server = await ScriptedServer.start((_req, i) =>
+      i < 2 ? { status: 404, body: envelope('NOT_FOUND', 'no such job') } : { status: 200, body: jobIn('succeeded') },
+    );
+    const job = await waitForJob(createHcpClient({ baseUrl: server.baseUrl }), 'p1', 'j1', FAST);
+    expect(job.status).toBe('succeeded');
+    expect(server.requests).toHaveLength(3);
+  });
+
+  it('rejects with NOT_FOUND once notFoundGraceMs has passed without the job, or when a seen job vanishes', async () => {
+    server = await ScriptedServer.start(() => ({ status: 404, body: envelope('NOT_FOUND', 'no such job') }));
+    const never = await waitForJob(createHcpClient({ baseUrl: server.baseUrl }), 'p1', 'j1', {
+      ...FAST,
+      notFoundGraceMs: 100,
+    }).catch((e: unknown) => e);
+    expect(never).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    await server.close();
+
+    server = await ScriptedServer.start((_req, i) =>
+      i === 0 ? { status: 200, body: jobIn('queued') } : { status: 404, body: envelope('NOT_FOUND', 'gone') },
+    );
+    const vanished = await waitForJob(createHcpClient({ baseUrl: server.baseUrl }), 'p1', 'j1', FAST).catch(
+      (e: unknown) => e,
+    );
+    expect(vanished).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(server.requests).toHaveLength(2);
   });
 
   it('rejects with TIMEOUT and the last state seen when the job is still unfinished at timeoutMs', async () => {

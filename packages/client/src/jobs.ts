@@ -12,6 +12,11 @@ export interface WaitForJobOptions {
   initialDelayMs?: number;
   /** Longest pause between two reads, unless the server asks for longer (Retry-After). Default 5 s. */
   maxDelayMs?: number;
+  /**
+   * How long a 404 is read as "not there yet" (jobs are read from a read model that follows the 202 by a
+   * moment) while the job has not been seen. Default 30 s; 0 rejects at the first 404.
+   */
+  notFoundGraceMs?: number;
   /** Called with the job when first read and whenever it changed since the previous read. */
   onProgress?: (job: Job) => void;
 }
@@ -23,8 +28,8 @@ const TRANSIENT_STATUS = new Set([0, 429, 502, 503, 504]);
 /**
  * Reads a job until it has finished, and answers it: succeeded or failed, the caller decides what a
  * failure means. Pauses grow exponentially with jitter; a 429 or 503 answer's Retry-After is honoured;
- * an unreachable server or a 502/504 is retried like a pause. Any other error answer (404, 401, ...)
- * rejects at once with its HcpApiError.
+ * an unreachable server or a 502/504 is retried like a pause, and so is a 404 until the job has been seen
+ * or notFoundGraceMs has passed. Any other error answer (401, 403, ...) rejects at once with its HcpApiError.
  */
 export async function waitForJob(
   client: HcpClient,
@@ -35,7 +40,9 @@ export async function waitForJob(
   const timeoutMs = opts.timeoutMs ?? 600_000;
   const initialDelayMs = opts.initialDelayMs ?? 250;
   const maxDelayMs = Math.max(opts.maxDelayMs ?? 5_000, initialDelayMs);
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  const notFoundGraceMs = opts.notFoundGraceMs ?? 30_000;
   const stop = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -67,7 +74,9 @@ export async function waitForJob(
       } catch (err) {
         if (timedOut) throw timeout();
         opts.signal?.throwIfAborted();
-        if (!(err instanceof HcpApiError) || !TRANSIENT_STATUS.has(err.status)) throw err;
+        if (!(err instanceof HcpApiError)) throw err;
+        const notYetThere = err.status === 404 && last === undefined && Date.now() - started < notFoundGraceMs;
+        if (!TRANSIENT_STATUS.has(err.status) && !notYetThere) throw err;
         if (err.retryAfterS !== undefined) pauseMs = err.retryAfterS * 1000;
       }
       const left = deadline - Date.now();
