@@ -1,7 +1,11 @@
+import { type components, type HcpClient, listAll, paginate, type operations, unwrap, type Vm } from '@hcp/client';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
+
+type CreateVm = components['schemas']['CreateVmDto'];
+type ListVmsQuery = NonNullable<operations['VmsController_list']['parameters']['query']>;
 
 const PROVIDER_WORDS = /simulator|cluster|placement|image_ref|provider|vmid|node|sim_id|template\//i;
 
@@ -9,12 +13,14 @@ describe('VM lifecycle over HTTP', () => {
   let db: TestDatabase;
   let hcp: HcpProcess;
   let api: ApiClient;
+  let client: HcpClient;
   let choice: { image_id: string; flavor_id: string };
 
   beforeAll(async () => {
     db = await createTestDatabase();
     hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0.05' } });
     api = new ApiClient(hcp.baseUrl, hcp.token('alice', { demo: 'admin' }));
+    client = api.typed();
     choice = await seededChoice(api);
   });
 
@@ -24,11 +30,19 @@ describe('VM lifecycle over HTTP', () => {
     await db?.drop();
   });
 
-  async function create(name: string, extra: Record<string, unknown> = {}) {
-    const res = await api.post('/v1/projects/demo/vms', { name, zone: 'local', ...choice, ...extra });
-    expect(res.status).toBe(202);
-    return res;
+  async function create(name: string, extra: Partial<CreateVm> = {}, as: HcpClient = client, project = 'demo') {
+    const res = await as.POST('/v1/projects/{project_id}/vms', {
+      params: { path: { project_id: project } },
+      body: { name, zone: 'local', ...choice, ...extra },
+    });
+    expect(res.response.status).toBe(202);
+    return { body: unwrap(res), headers: res.response.headers };
   }
+
+  const getVm = async (vmId: string, as: HcpClient = client, project = 'demo'): Promise<Vm> =>
+    unwrap(
+      await as.GET('/v1/projects/{project_id}/vms/{vm_id}', { params: { path: { project_id: project, vm_id: vmId } } }),
+    );
 
   it('creates a VM and drives it through stop, start, reboot and delete, each as a tracked job', async () => {
     const created = await create('web-1', {
@@ -39,7 +53,7 @@ describe('VM lifecycle over HTTP', () => {
     expect(created.headers.get('location')).toBe(`/v1/projects/demo/jobs/${created.body.job_id}`);
     const vmId = created.body.resource_id;
 
-    const createJob = await jobFinished(api, 'demo', created.body.job_id);
+    const createJob = await jobFinished(client, 'demo', created.body.job_id);
     expect(createJob).toMatchObject({
       type: 'vm.create',
       status: 'succeeded',
@@ -51,7 +65,7 @@ describe('VM lifecycle over HTTP', () => {
     expect(Date.parse(createJob.finished_at)).toBeGreaterThanOrEqual(Date.parse(createJob.started_at));
 
     const running = await eventually(async () => {
-      const vm = (await api.get(`/v1/projects/demo/vms/${vmId}`)).body;
+      const vm = await getVm(vmId);
       return vm.status === 'running' ? vm : undefined;
     }, 'VM running');
     expect(running).toMatchObject({
@@ -68,48 +82,53 @@ describe('VM lifecycle over HTTP', () => {
       ['start', {}, 'running'],
       ['reboot', { force: true }, 'running'],
     ] as const) {
-      const res = await api.post(`/v1/projects/demo/vms/${vmId}/actions/${action}`, body);
-      expect(res.status).toBe(202);
-      expect(res.body.resource_id).toBe(vmId);
-      const job = await jobFinished(api, 'demo', res.body.job_id);
+      const res = await client.POST(`/v1/projects/{project_id}/vms/{vm_id}/actions/${action}`, {
+        params: { path: { project_id: 'demo', vm_id: vmId } },
+        body,
+      });
+      expect(res.response.status).toBe(202);
+      const accepted = unwrap(res);
+      expect(accepted.resource_id).toBe(vmId);
+      const job = await jobFinished(client, 'demo', accepted.job_id);
       expect(job).toMatchObject({ type: `vm.${action}`, status: 'succeeded' });
       const vm = await eventually(async () => {
-        const v = (await api.get(`/v1/projects/demo/vms/${vmId}`)).body;
-        return v.last_job_id === res.body.job_id && v.status === expected ? v : undefined;
+        const v = await getVm(vmId);
+        return v.last_job_id === accepted.job_id && v.status === expected ? v : undefined;
       }, `VM ${expected} after ${action}`);
       expect(vm.addresses.length).toBe(expected === 'stopped' ? 0 : 1);
     }
 
-    const deleted = await api.delete(`/v1/projects/demo/vms/${vmId}`);
-    expect(deleted.status).toBe(202);
-    expect(await jobFinished(api, 'demo', deleted.body.job_id)).toMatchObject({
+    const deleted = await client.DELETE('/v1/projects/{project_id}/vms/{vm_id}', {
+      params: { path: { project_id: 'demo', vm_id: vmId } },
+    });
+    expect(deleted.response.status).toBe(202);
+    expect(await jobFinished(client, 'demo', unwrap(deleted).job_id)).toMatchObject({
       type: 'vm.delete',
       status: 'succeeded',
     });
-    await eventually(
-      async () => ((await api.get(`/v1/projects/demo/vms/${vmId}`)).body.status === 'deleted' ? true : undefined),
-      'VM deleted',
-    );
+    await eventually(async () => ((await getVm(vmId)).status === 'deleted' ? true : undefined), 'VM deleted');
 
     // The simulator (the "hypervisor") no longer has it, and it is gone from the default list.
     expect(await queryDatabase(db.url, 'SELECT 1 FROM simulator.vms WHERE hcp_id = $1', [vmId])).toHaveLength(0);
-    const list = await api.get('/v1/projects/demo/vms?name=web-1');
-    expect(list.body.items).toHaveLength(0);
-    const jobs = await api.get(`/v1/projects/demo/jobs?resource_id=${vmId}`);
-    expect(jobs.body.items.map((j: { type: string }) => j.type)).toEqual([
-      'vm.delete',
-      'vm.reboot',
-      'vm.start',
-      'vm.stop',
-      'vm.create',
-    ]);
+    const list = unwrap(
+      await client.GET('/v1/projects/{project_id}/vms', {
+        params: { path: { project_id: 'demo' }, query: { name: 'web-1' } },
+      }),
+    );
+    expect(list.items).toHaveLength(0);
+    const jobs = unwrap(
+      await client.GET('/v1/projects/{project_id}/jobs', {
+        params: { path: { project_id: 'demo' }, query: { resource_id: vmId } },
+      }),
+    );
+    expect(jobs.items.map((j) => j.type)).toEqual(['vm.delete', 'vm.reboot', 'vm.start', 'vm.stop', 'vm.create']);
   });
 
   it('creates a VM powered off when power_on is false', async () => {
     const created = await create('cold-1', { power_on: false });
-    await jobFinished(api, 'demo', created.body.job_id);
+    await jobFinished(client, 'demo', created.body.job_id);
     const vm = await eventually(async () => {
-      const v = (await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body;
+      const v = await getVm(created.body.resource_id);
       return v.status === 'stopped' ? v : undefined;
     }, 'VM stopped');
     expect(vm.desired_state).toBe('stopped');
@@ -118,66 +137,77 @@ describe('VM lifecycle over HTTP', () => {
 
   it('patches tags and metadata and answers the VM', async () => {
     const created = await create('patch-1', { tags: { a: '1' } });
-    const res = await api.patch(`/v1/projects/demo/vms/${created.body.resource_id}`, { metadata: { owner: 'team-x' } });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: created.body.resource_id, tags: { a: '1' }, metadata: { owner: 'team-x' } });
+    const res = await client.PATCH('/v1/projects/{project_id}/vms/{vm_id}', {
+      params: { path: { project_id: 'demo', vm_id: created.body.resource_id } },
+      body: { metadata: { owner: 'team-x' } },
+    });
+    expect(res.response.status).toBe(200);
+    expect(unwrap(res)).toMatchObject({
+      id: created.body.resource_id,
+      tags: { a: '1' },
+      metadata: { owner: 'team-x' },
+    });
     await eventually(async () => {
-      const vm = (await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`)).body;
+      const vm = await getVm(created.body.resource_id);
       return vm.metadata.owner === 'team-x' ? vm : undefined;
     }, 'metadata in the read model');
   });
 
   it('lists with filters and pages with an opaque cursor', async () => {
-    const api2 = api.as(hcp.token('bob', { lister: 'admin' }));
-    for (let i = 0; i < 5; i++) {
-      const res = await api2.post('/v1/projects/lister/vms', {
-        name: `node-${i}`,
-        zone: 'local',
-        ...choice,
-        tags: { tier: i % 2 ? 'odd' : 'even' },
-      });
-      expect(res.status).toBe(202);
-    }
+    const bob = api.as(hcp.token('bob', { lister: 'admin' })).typed();
+    for (let i = 0; i < 5; i++) await create(`node-${i}`, { tags: { tier: i % 2 ? 'odd' : 'even' } }, bob, 'lister');
+    const vms = (query: ListVmsQuery = {}) =>
+      bob.GET('/v1/projects/{project_id}/vms', { params: { path: { project_id: 'lister' }, query } }).then(unwrap);
     const all = await eventually(async () => {
-      const res = await api2.get('/v1/projects/lister/vms?limit=200');
-      return res.body.items.length === 5 ? res.body.items : undefined;
+      const page = await vms({ limit: 200 });
+      return page.items.length === 5 ? page.items : undefined;
     }, 'five VMs listed');
-    expect(all.map((v: { name: string }) => v.name)).toEqual(['node-4', 'node-3', 'node-2', 'node-1', 'node-0']);
+    expect(all.map((v) => v.name)).toEqual(['node-4', 'node-3', 'node-2', 'node-1', 'node-0']);
 
+    const pageSizes: number[] = [];
     const seen: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const page: { status: number; body: { items: Array<{ name: string }>; next_cursor: string | null } } =
-        await api2.get(`/v1/projects/lister/vms?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
-      expect(page.status).toBe(200);
-      expect(page.body.items.length).toBeLessThanOrEqual(2);
-      seen.push(...page.body.items.map((v) => v.name));
-      cursor = page.body.next_cursor;
-    } while (cursor);
+    const pages = paginate(async (cursor) => {
+      const page = await vms({ limit: 2, ...(cursor ? { cursor } : {}) });
+      pageSizes.push(page.items.length);
+      return page;
+    });
+    for await (const vm of pages) seen.push(vm.name);
     expect(seen).toEqual(['node-4', 'node-3', 'node-2', 'node-1', 'node-0']);
+    expect(pageSizes).toEqual([2, 2, 1]);
+    const walked: string[] = [];
+    for await (const vm of listAll(bob, '/v1/projects/{project_id}/vms', {
+      path: { project_id: 'lister' },
+      query: { limit: 2 },
+    }))
+      walked.push(vm.name);
+    expect(walked).toEqual(seen);
 
-    const odd = await api2.get('/v1/projects/lister/vms?tag=tier:odd');
-    expect(odd.body.items.map((v: { name: string }) => v.name).sort()).toEqual(['node-1', 'node-3']);
-    const byName = await api2.get('/v1/projects/lister/vms?name=node-2&zone=local');
-    expect(byName.body.items).toHaveLength(1);
-    expect((await api2.get('/v1/projects/lister/vms?zone=elsewhere')).body.items).toHaveLength(0);
-    await eventually(async () => {
-      const res = await api2.get('/v1/projects/lister/vms?status=running');
-      return res.body.items.length === 5 ? true : undefined;
-    }, 'all five running');
+    const odd = await vms({ tag: ['tier:odd'] });
+    expect(odd.items.map((v) => v.name).sort()).toEqual(['node-1', 'node-3']);
+    expect((await vms({ name: 'node-2', zone: 'local' })).items).toHaveLength(1);
+    expect((await vms({ zone: 'elsewhere' })).items).toHaveLength(0);
+    await eventually(
+      async () => ((await vms({ status: 'running' })).items.length === 5 ? true : undefined),
+      'all five running',
+    );
   });
 
   it('never shows a provider detail to tenants', async () => {
     const created = await create('secret-1');
-    await jobFinished(api, 'demo', created.body.job_id);
+    await jobFinished(client, 'demo', created.body.job_id);
+    const demo = { project_id: 'demo' };
     const bodies = [
-      await api.get(`/v1/projects/demo/vms/${created.body.resource_id}`),
-      await api.get('/v1/projects/demo/vms'),
-      await api.get(`/v1/projects/demo/jobs/${created.body.job_id}`),
-      await api.get('/v1/zones'),
-      await api.get('/v1/images'),
-      await api.get('/v1/flavors'),
-    ].map((r) => JSON.stringify(r.body));
+      await client.GET('/v1/projects/{project_id}/vms/{vm_id}', {
+        params: { path: { ...demo, vm_id: created.body.resource_id } },
+      }),
+      await client.GET('/v1/projects/{project_id}/vms', { params: { path: demo } }),
+      await client.GET('/v1/projects/{project_id}/jobs/{job_id}', {
+        params: { path: { ...demo, job_id: created.body.job_id } },
+      }),
+      await client.GET('/v1/zones'),
+      await client.GET('/v1/images'),
+      await client.GET('/v1/flavors'),
+    ].map((r) => JSON.stringify(unwrap<unknown>(r)));
     for (const body of bodies) {
       const withoutCapabilities = body.replace(/"capabilities":\{[^}]*\}/g, '');
       expect(withoutCapabilities).not.toMatch(PROVIDER_WORDS);
@@ -233,7 +263,7 @@ describe('VM lifecycle over HTTP', () => {
       /hcp_jobs_finished_total\{type="vm.create",provider="simulator",outcome="succeeded"\} (\d+)/,
     );
     const created = await create('metered-1');
-    await jobFinished(api, 'demo', created.body.job_id);
+    await jobFinished(client, 'demo', created.body.job_id);
     const text = await scrape();
     expect(text).toMatch(
       /hcp_http_request_duration_seconds_count\{method="POST",route="\/v1\/projects\/:project_id\/vms",status="202"\} \d+/,

@@ -1,4 +1,10 @@
-/** A small HTTP client for e2e tests: JSON in and out, with a bearer token. */
+import { createHcpClient, type HcpClient, waitForJob } from '@hcp/client';
+
+/**
+ * A small HTTP client for e2e tests: JSON in and out, with a bearer token, for any path and any body
+ * (hostile and malformed requests too). Calls the API defines go through `typed()`, the generated
+ * @hcp/client, so a suite written with it fails to compile when the API changes under it.
+ */
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
@@ -13,6 +19,11 @@ export class ApiClient {
 
   as(token: string | undefined): ApiClient {
     return new ApiClient(this.baseUrl, token);
+  }
+
+  /** @hcp/client for the same HCP and caller: typed paths, bodies and answers. */
+  typed(): HcpClient {
+    return createHcpClient({ baseUrl: this.baseUrl, token: this.token, userAgent: 'hcp-e2e' });
   }
 
   /** The same caller against another HCP process (e.g. after a restart on a new port). */
@@ -90,14 +101,22 @@ export async function eventually<T>(check: () => Promise<T | undefined>, what: s
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
 
-/** Waits until a job is finished and returns it. */
-export async function jobFinished(api: ApiClient, projectId: string, jobId: string, timeoutMs = 30_000): Promise<any> {
-  return eventually(
-    async () => {
-      const res = await api.get(`/v1/projects/${projectId}/jobs/${jobId}`);
-      return res.status === 200 && ['succeeded', 'failed'].includes(res.body.status) ? res.body : undefined;
-    },
-    `job ${jobId} to finish`,
+/**
+ * Waits until a job is finished and returns it, through @hcp/client's waitForJob (what a gateway uses):
+ * unreachable, 429/502/503/504 answers and a job the read model does not have yet are read again;
+ * another refusal fails at once. Polls quickly: tests wait on short simulator jobs.
+ */
+export async function jobFinished(
+  api: ApiClient | HcpClient,
+  projectId: string,
+  jobId: string,
+  timeoutMs = 30_000,
+): Promise<any> {
+  const client = api instanceof ApiClient ? api.typed() : api;
+  return waitForJob(client, projectId, jobId, {
     timeoutMs,
-  );
+    initialDelayMs: 50,
+    maxDelayMs: 500,
+    notFoundGraceMs: timeoutMs,
+  });
 }
