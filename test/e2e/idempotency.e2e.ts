@@ -1,3 +1,4 @@
+import { type HcpClient, newIdempotencyKey, unwrap } from '@hcp/client';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
@@ -8,12 +9,14 @@ describe('Idempotency-Key', () => {
   let db: TestDatabase;
   let hcp: HcpProcess;
   let api: ApiClient;
+  let client: HcpClient;
   let choice: { image_id: string; flavor_id: string };
 
   beforeAll(async () => {
     db = await createTestDatabase();
     hcp = await HcpProcess.start({ databaseUrl: db.url, env: { HCP_SIMULATOR_LATENCY_SCALE: '0.02' } });
     api = new ApiClient(hcp.baseUrl, hcp.token('alice', { idem: 'admin', other: 'admin' }));
+    client = api.typed();
     choice = await seededChoice(api);
   });
 
@@ -24,6 +27,14 @@ describe('Idempotency-Key', () => {
   });
 
   const createBody = (name: string) => ({ name, zone: 'local', ...choice });
+  /** POST a create with an Idempotency-Key through @hcp/client; answers its status, body and headers. */
+  const createVm = async (project: string, name: string, key?: string) => {
+    const { data, error, response } = await client.POST('/v1/projects/{project_id}/vms', {
+      params: { path: { project_id: project }, header: key === undefined ? undefined : { 'Idempotency-Key': key } },
+      body: createBody(name),
+    });
+    return { status: response.status, body: data, error, headers: response.headers };
+  };
   const countCreates = async (name: string) =>
     (
       await queryDatabase(db.url, `SELECT 1 FROM hcp_events WHERE type = 'VmCreateRequested' AND data->>'name' = $1`, [
@@ -32,9 +43,9 @@ describe('Idempotency-Key', () => {
     ).length;
 
   it('answers a repeated request with the first answer and runs it once', async () => {
-    const headers = { 'idempotency-key': 'create-web-1' };
-    const first = await api.post('/v1/projects/idem/vms', createBody('idem-1'), headers);
-    const again = await api.post('/v1/projects/idem/vms', { ...createBody('idem-1') }, headers);
+    const key = newIdempotencyKey();
+    const first = await createVm('idem', 'idem-1', key);
+    const again = await createVm('idem', 'idem-1', key);
     expect(first.status).toBe(202);
     expect(again.status).toBe(202);
     expect(again.body).toEqual(first.body);
@@ -44,69 +55,69 @@ describe('Idempotency-Key', () => {
   });
 
   it('refuses the same key with a different body with CONFLICT', async () => {
-    const headers = { 'idempotency-key': 'create-web-2' };
-    expect((await api.post('/v1/projects/idem/vms', createBody('idem-2'), headers)).status).toBe(202);
-    const other = await api.post('/v1/projects/idem/vms', createBody('idem-2b'), headers);
+    const key = 'create-web-2';
+    expect((await createVm('idem', 'idem-2', key)).status).toBe(202);
+    const other = await createVm('idem', 'idem-2b', key);
     expect(other.status).toBe(409);
-    expect(other.body.error.code).toBe('CONFLICT');
+    expect(other.error?.error.code).toBe('CONFLICT');
     expect(await countCreates('idem-2b')).toBe(0);
   });
 
   it('creates exactly one VM and one job from 50 concurrent requests with one key', async () => {
-    const headers = { 'idempotency-key': 'stampede' };
-    const answers = await Promise.all(
-      Array.from({ length: 50 }, () => api.post('/v1/projects/idem/vms', createBody('stampede'), headers)),
-    );
+    const key = newIdempotencyKey();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => createVm('idem', 'stampede', key)));
     expect(answers.map((a) => a.status)).toEqual(Array(50).fill(202));
     expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1);
     expect(await countCreates('stampede')).toBe(1);
-    const { resource_id, job_id } = answers[0].body;
-    expect((await jobFinished(api, 'idem', job_id)).status).toBe('succeeded');
-    const jobs = await api.get(`/v1/projects/idem/jobs?resource_id=${resource_id}`);
-    expect(jobs.body.items).toHaveLength(1);
+    const { resource_id, job_id } = answers[0].body!;
+    expect((await jobFinished(client, 'idem', job_id)).status).toBe('succeeded');
+    const jobs = unwrap(
+      await client.GET('/v1/projects/{project_id}/jobs', {
+        params: { path: { project_id: 'idem' }, query: { resource_id } },
+      }),
+    );
+    expect(jobs.items).toHaveLength(1);
     expect(await queryDatabase(db.url, 'SELECT 1 FROM simulator.vms WHERE hcp_id = $1', [resource_id])).toHaveLength(1);
   });
 
   it('scopes keys to the project', async () => {
-    const headers = { 'idempotency-key': 'shared-key' };
-    const a = await api.post('/v1/projects/idem/vms', createBody('scoped'), headers);
-    const b = await api.post('/v1/projects/other/vms', createBody('scoped'), headers);
+    const a = await createVm('idem', 'scoped', 'shared-key');
+    const b = await createVm('other', 'scoped', 'shared-key');
     expect(a.status).toBe(202);
     expect(b.status).toBe(202);
-    expect(b.body.resource_id).not.toBe(a.body.resource_id);
+    expect(b.body!.resource_id).not.toBe(a.body!.resource_id);
   });
 
   it('replays a delete instead of refusing the second one', async () => {
-    const created = await api.post('/v1/projects/idem/vms', createBody('to-delete'));
-    await jobFinished(api, 'idem', created.body.job_id);
+    const created = unwrap(
+      await client.POST('/v1/projects/{project_id}/vms', {
+        params: { path: { project_id: 'idem' } },
+        body: createBody('to-delete'),
+      }),
+    );
+    const vm = { project_id: 'idem', vm_id: created.resource_id };
+    await jobFinished(client, 'idem', created.job_id);
     await eventually(
       async () =>
-        (await api.get(`/v1/projects/idem/vms/${created.body.resource_id}`)).body.status === 'running'
+        unwrap(await client.GET('/v1/projects/{project_id}/vms/{vm_id}', { params: { path: vm } })).status === 'running'
           ? true
           : undefined,
       'running',
     );
     // The simulator cannot remove the VM while the test holds it, so the delete stays in progress and the
     // VM `deleting` for every request below (at this latency the delete job would otherwise be over in ms).
-    await whileSimulatorHoldsVm(db.url, created.body.resource_id, async () => {
-      const headers = { 'idempotency-key': 'delete-once' };
-      const first = await api.request(
-        'DELETE',
-        `/v1/projects/idem/vms/${created.body.resource_id}`,
-        undefined,
-        headers,
-      );
-      const second = await api.request(
-        'DELETE',
-        `/v1/projects/idem/vms/${created.body.resource_id}`,
-        undefined,
-        headers,
-      );
-      expect(first.status).toBe(202);
-      expect(second.status).toBe(202);
-      expect(second.body).toEqual(first.body);
-      const withoutKey = await api.delete(`/v1/projects/idem/vms/${created.body.resource_id}`);
-      expect(withoutKey.status).toBe(409);
+    await whileSimulatorHoldsVm(db.url, created.resource_id, async () => {
+      const remove = (key?: string) =>
+        client.DELETE('/v1/projects/{project_id}/vms/{vm_id}', {
+          params: { path: vm, header: key === undefined ? undefined : { 'Idempotency-Key': key } },
+        });
+      const first = await remove('delete-once');
+      const second = await remove('delete-once');
+      expect(first.response.status).toBe(202);
+      expect(second.response.status).toBe(202);
+      expect(second.data).toEqual(first.data);
+      const withoutKey = await remove();
+      expect(withoutKey.response.status).toBe(409);
     });
   });
 
