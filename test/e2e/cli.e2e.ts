@@ -128,6 +128,8 @@ describe('hcp CLI against a running HCP', () => {
       'vms',
       'create',
       name,
+      '--zone',
+      'local',
       '--image',
       'debian-12',
       '--flavor',
@@ -269,6 +271,27 @@ describe('hcp CLI against a running HCP', () => {
     expect(JSON.parse(watched.stdout)).toMatchObject({ id: jobId, type: 'vm.stop', status: 'succeeded' });
   });
 
+  it('stops watching on Ctrl-C with exit 130, saying how to follow the job that goes on', async () => {
+    const id = await createdVm('interrupted-1');
+    const res = await whileSimulatorHoldsVm(db.url, id, async () => {
+      const child = spawn('hcp', ['vms', 'stop', id, '--wait'], {
+        env: { PATH: `${binDir}:${process.env.PATH}`, HOME: home },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8');
+      child.stderr.on('data', (d: string) => (stderr += d));
+      const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
+      await eventually(async () => (stderr.includes('waiting for job') ? true : undefined), 'the wait to start');
+      child.kill('SIGINT');
+      return { code: await exited, stderr };
+    });
+    expect(res.code).toBe(130);
+    expect(res.stderr.trim().split('\n').at(-1)).toMatch(
+      /^■ stopped watching .* after \d+\.\ds; it goes on in HCP: hcp jobs watch [0-9a-f-]+$/,
+    );
+  });
+
   it('exits 6 when HCP cannot be reached', async () => {
     const port = await freePort();
     const res = await hcpCli(['vms', 'list', '--project', 'cli'], {
@@ -372,6 +395,32 @@ describe('hcp CLI against a running HCP', () => {
     // A tenant sees the catalog, and the zone listing with its capabilities.
     const tenantZones = JSON.parse((await hcpCli(['zones', 'list', '-o', 'json'])).stdout);
     expect(tenantZones.map((z: { id: string }) => z.id)).toEqual(expect.arrayContaining(['local', 'lab']));
+  });
+
+  it("reports a project's usage of a period (JSON, YAML, a table with a total line); a reversed period exits 3", async () => {
+    await createdVm('billed-1');
+    const env = { HCP_TOKEN: hcp.token('otto', {}, ['cloud-operator']) };
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    const to = new Date(Date.now() + 3_600_000).toISOString();
+    const period = ['--from', from, '--to', to];
+    // Usage comes from the metering projection: the VMs reach it shortly after their jobs.
+    const report = await eventually(async () => {
+      const res = await hcpCli(['usage', '-p', 'cli', ...period, '--per-vm', '-o', 'json'], { env });
+      expect(res.code).toBe(0);
+      const body = JSON.parse(res.stdout);
+      return body.totals.vms > 0 ? body : undefined;
+    }, 'usage with VMs');
+    expect(report).toMatchObject({ project: 'cli', from, to });
+    expect(report.vms.length).toBe(report.totals.vms);
+    expect(parse((await hcpCli(['usage', '-p', 'cli', ...period, '-o', 'yaml'], { env })).stdout).project).toBe('cli');
+    const table = await hcpCli(['usage', '-p', 'cli', ...period], { env });
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^PROJECT\s+ZONE\s+FLAVOR\s+VMS\s+VM HOURS\s+VCPU HOURS\s+GIB HOURS\s+OFF HOURS$/,
+    );
+    expect(table.stdout).toMatch(/^total\s/m);
+    const reversed = await hcpCli(['usage', '-p', 'cli', '--from', to, '--to', from], { env });
+    expect(reversed.code).toBe(3);
+    expect(reversed.stderr).toMatch(/^error: INVALID_REQUEST: /m);
   });
 
   it('shows live progress in a terminal: a status line redrawn in place, steps above it, a final line', async () => {
