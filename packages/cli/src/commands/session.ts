@@ -46,6 +46,8 @@ export function sessionCommands(program: Command, rt: CliRuntime): void {
     .description('list contexts; * marks the current one')
     .action((_opts, cmd: Command) => {
       const config = loadConfig(rt.configFile);
+      if (Object.keys(config.contexts).length === 0)
+        rt.err(`no contexts in ${rt.configFile} yet: hcp login --url <HCP address> --token <token>`);
       const rows = Object.entries(config.contexts).map(([name, c]) => ({
         current: name === config.current_context,
         name,
