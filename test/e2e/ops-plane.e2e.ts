@@ -1,8 +1,10 @@
+import { type components, type HcpClient, listAll, unwrap } from '@hcp/client';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { HcpProcess } from '../support/hcp-process';
 import { createTestDatabase, dumpDatabaseText, queryDatabase, TestDatabase } from '../support/test-database';
 
 const MARKER = 'Cr3d-MARKER-7f3a9c';
+type CreateCluster = components['schemas']['CreateClusterDto'];
 
 /** Ops register infrastructure through the API; tenants only ever see zones, images and flavors. */
 describe('ops plane', () => {
@@ -11,6 +13,8 @@ describe('ops plane', () => {
   let infra: ApiClient;
   let ops: ApiClient;
   let tenant: ApiClient;
+  // The same callers through @hcp/client, for the calls the API defines.
+  const typed = {} as { infra: HcpClient; ops: HcpClient; tenant: HcpClient };
   const ids = { provider: '', big: '', small: '', noReboot: '', image: '', flavor: '' };
 
   beforeAll(async () => {
@@ -22,6 +26,7 @@ describe('ops plane', () => {
     infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
     ops = new ApiClient(hcp.baseUrl, hcp.token('otto', {}, ['cloud-operator']));
     tenant = new ApiClient(hcp.baseUrl, hcp.token('tina', { acme: 'admin' }));
+    Object.assign(typed, { infra: infra.typed(), ops: ops.typed(), tenant: tenant.typed() });
   });
 
   afterAll(async () => {
@@ -31,40 +36,42 @@ describe('ops plane', () => {
   });
 
   it('registers a provider with write-only credentials and checks it at once', async () => {
-    const res = await infra.post('/v1/ops/providers', {
-      name: 'lab-sim',
-      type: 'simulator',
-      credentials: { user: 'root@pam', password: MARKER },
-      settings: { latency_scale: 0 },
+    const res = await typed.infra.POST('/v1/ops/providers', {
+      body: {
+        name: 'lab-sim',
+        type: 'simulator',
+        credentials: { user: 'root@pam', password: MARKER },
+        settings: { latency_scale: 0 },
+      },
     });
-    expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({
+    expect(res.response.status).toBe(201);
+    const provider = unwrap(res);
+    expect(provider).toMatchObject({
       name: 'lab-sim',
       type: 'simulator',
       credentials_set: true,
       health: { status: 'healthy' },
     });
-    expect(JSON.stringify(res.body)).not.toContain(MARKER);
-    ids.provider = res.body.id;
-    expect((await infra.post(`/v1/ops/providers/${ids.provider}/check`)).body.status).toBe('healthy');
-    const dup = await infra.post('/v1/ops/providers', { name: 'lab-sim', type: 'simulator' });
-    expect([dup.status, dup.body.error.code]).toEqual([409, 'CONFLICT']);
+    expect(JSON.stringify(provider)).not.toContain(MARKER);
+    ids.provider = provider.id;
+    const check = await typed.infra.POST('/v1/ops/providers/{id}/check', { params: { path: { id: ids.provider } } });
+    expect(unwrap(check).status).toBe('healthy');
+    const dup = await typed.infra.POST('/v1/ops/providers', { body: { name: 'lab-sim', type: 'simulator' } });
+    expect([dup.response.status, dup.error?.error.code]).toEqual([409, 'CONFLICT']);
   });
 
   it('refuses provider types without a driver in this release', async () => {
-    const res = await infra.post('/v1/ops/providers', {
-      name: 'hv',
-      type: 'hyperv',
-      endpoint: 'https://hyperv.example.test',
+    const res = await typed.infra.POST('/v1/ops/providers', {
+      body: { name: 'hv', type: 'hyperv', endpoint: 'https://hyperv.example.test' },
     });
-    expect([res.status, res.body.error.code]).toEqual([422, 'FEATURE_NOT_SUPPORTED']);
+    expect([res.response.status, res.error?.error.code]).toEqual([422, 'FEATURE_NOT_SUPPORTED']);
   });
 
   it('registers clusters, a zone, an image and a flavor, and a tenant VM lands on the cluster placement chose', async () => {
-    const cluster = async (name: string, extra: Record<string, unknown>) => {
-      const res = await infra.post('/v1/ops/clusters', { name, provider_id: ids.provider, ...extra });
-      expect(res.status).toBe(201);
-      return res.body.id as string;
+    const cluster = async (name: string, extra: Omit<CreateCluster, 'name' | 'provider_id'>) => {
+      const res = await typed.infra.POST('/v1/ops/clusters', { body: { name, provider_id: ids.provider, ...extra } });
+      expect(res.response.status).toBe(201);
+      return unwrap(res).id;
     };
     ids.big = await cluster('big', {
       capacity: { vcpus: 64, ram_mb: 262144, disk_gb: 10000 },
@@ -72,79 +79,76 @@ describe('ops plane', () => {
     });
     ids.small = await cluster('small', { capacity: { vcpus: 4, ram_mb: 8192, disk_gb: 200 } });
     ids.noReboot = await cluster('no-reboot', { capabilities: { reboot: false } });
-    expect(
-      (
-        await ops.post('/v1/ops/zones', {
-          id: 'eu-1',
-          name: 'EU 1',
-          cluster_ids: [ids.big, ids.small],
-          policy: 'spread',
-        })
-      ).status,
-    ).toBe(201);
-    expect(
-      (
-        await ops.post('/v1/ops/zones', {
-          id: 'eu-pack',
-          name: 'EU pack',
-          cluster_ids: [ids.big, ids.small],
-          policy: 'pack',
-        })
-      ).status,
-    ).toBe(201);
-    expect(
-      (await ops.post('/v1/ops/zones', { id: 'legacy', name: 'Legacy', cluster_ids: [ids.noReboot], policy: 'spread' }))
-        .status,
-    ).toBe(201);
-    const image = await ops.post('/v1/ops/images', {
-      name: 'alma-9',
-      os: 'linux',
-      min_disk_gb: 10,
-      min_ram_mb: 1024,
-      visibility: 'public',
-      provider_refs: { [ids.big]: 'tmpl/alma-big', [ids.small]: 'tmpl/alma-small', [ids.noReboot]: 'tmpl/alma-legacy' },
+    for (const zone of [
+      { id: 'eu-1', name: 'EU 1', cluster_ids: [ids.big, ids.small], policy: 'spread' },
+      { id: 'eu-pack', name: 'EU pack', cluster_ids: [ids.big, ids.small], policy: 'pack' },
+      { id: 'legacy', name: 'Legacy', cluster_ids: [ids.noReboot], policy: 'spread' },
+    ] as const)
+      expect(
+        (await typed.ops.POST('/v1/ops/zones', { body: { ...zone, cluster_ids: [...zone.cluster_ids] } })).response
+          .status,
+      ).toBe(201);
+    const image = await typed.ops.POST('/v1/ops/images', {
+      body: {
+        name: 'alma-9',
+        os: 'linux',
+        min_disk_gb: 10,
+        min_ram_mb: 1024,
+        visibility: 'public',
+        provider_refs: {
+          [ids.big]: 'tmpl/alma-big',
+          [ids.small]: 'tmpl/alma-small',
+          [ids.noReboot]: 'tmpl/alma-legacy',
+        },
+      },
     });
-    expect(image.status).toBe(201);
-    ids.image = image.body.id;
-    const flavor = await ops.post('/v1/ops/flavors', { name: 'm1', vcpus: 2, ram_mb: 2048, disk_gb: 20 });
-    expect(flavor.status).toBe(201);
-    ids.flavor = flavor.body.id;
+    expect(image.response.status).toBe(201);
+    ids.image = unwrap(image).id;
+    const flavor = await typed.ops.POST('/v1/ops/flavors', {
+      body: { name: 'm1', vcpus: 2, ram_mb: 2048, disk_gb: 20 },
+    });
+    expect(flavor.response.status).toBe(201);
+    ids.flavor = unwrap(flavor).id;
 
+    const allOf = async <T>(items: AsyncIterable<T>) => {
+      const all: T[] = [];
+      for await (const item of items) all.push(item);
+      return all;
+    };
     const zones = await eventually(async () => {
-      const res = await tenant.get('/v1/zones');
-      return res.body.items.some((z: { id: string }) => z.id === 'legacy') ? res.body.items : undefined;
+      const items = await allOf(listAll(typed.tenant, '/v1/zones', {}));
+      return items.some((z) => z.id === 'legacy') ? items : undefined;
     }, 'zones visible to tenants');
-    expect(zones.find((z: { id: string }) => z.id === 'legacy').capabilities.reboot).toBe(false);
-    expect(zones.find((z: { id: string }) => z.id === 'eu-1').capabilities.reboot).toBe(true);
+    expect(zones.find((z) => z.id === 'legacy')!.capabilities.reboot).toBe(false);
+    expect(zones.find((z) => z.id === 'eu-1')!.capabilities.reboot).toBe(true);
     expect(JSON.stringify(zones).replace(/"capabilities":\{[^}]*\}/g, '')).not.toMatch(/cluster|provider|tmpl|gold/);
     // Creates are checked against the catalog read model, which got the image and flavor after the zones:
     // wait until tenants see both, or a create below is refused as naming an unknown image or flavor.
-    for (const [kind, id] of [
-      ['images', ids.image],
-      ['flavors', ids.flavor],
-    ]) {
-      await eventually(
-        async () =>
-          (await tenant.get(`/v1/${kind}`)).body.items.some((x: { id: string }) => x.id === id) ? true : undefined,
-        `${kind} visible to tenants`,
-      );
-    }
+    await eventually(
+      async () =>
+        (await allOf(listAll(typed.tenant, '/v1/images', {}))).some((x) => x.id === ids.image) ? true : undefined,
+      'images visible to tenants',
+    );
+    await eventually(
+      async () =>
+        (await allOf(listAll(typed.tenant, '/v1/flavors', {}))).some((x) => x.id === ids.flavor) ? true : undefined,
+      'flavors visible to tenants',
+    );
 
     const place = async (zone: string, name: string) => {
-      const res = await tenant.post('/v1/projects/acme/vms', {
-        name,
-        zone,
-        image_id: ids.image,
-        flavor_id: ids.flavor,
+      const res = await typed.tenant.POST('/v1/projects/{project_id}/vms', {
+        params: { path: { project_id: 'acme' } },
+        body: { name, zone, image_id: ids.image, flavor_id: ids.flavor },
       });
-      expect(res.status).toBe(202);
-      expect((await jobFinished(tenant, 'acme', res.body.job_id)).status).toBe('succeeded');
+      expect(res.response.status).toBe(202);
+      const { resource_id, job_id } = unwrap(res);
+      expect((await jobFinished(typed.tenant, 'acme', job_id)).status).toBe('succeeded');
       const [row] = await queryDatabase<{ cluster_id: string; image_ref: string }>(
         db.url,
         'SELECT cluster_id, image_ref FROM simulator.vms WHERE hcp_id = $1',
-        [res.body.resource_id],
+        [resource_id],
       );
-      return { vm: res.body.resource_id as string, ...row };
+      return { vm: resource_id, ...row };
     };
     // spread: the cluster with the most free memory; pack: the fullest one that still fits.
     expect(await place('eu-1', 'spread-1')).toMatchObject({ cluster_id: ids.big, image_ref: 'tmpl/alma-big' });
@@ -250,38 +254,38 @@ describe('ops plane', () => {
   });
 
   it('enforces quotas race-free: 20 concurrent creates against 5 instances accept exactly 5', async () => {
-    const set = await ops.request('PUT', '/v1/ops/projects/quota-race/quotas', {
-      instances: 5,
-      vcpus: 100,
-      ram_mb: 1_000_000,
-      disk_gb: 100_000,
+    const set = await typed.ops.PUT('/v1/ops/projects/{project_id}/quotas', {
+      params: { path: { project_id: 'quota-race' } },
+      body: { instances: 5, vcpus: 100, ram_mb: 1_000_000, disk_gb: 100_000 },
     });
-    expect(set.status).toBe(200);
-    expect(set.body).toMatchObject({ project_id: 'quota-race', limits: { instances: 5 }, usage: { instances: 0 } });
+    expect(set.response.status).toBe(200);
+    expect(unwrap(set)).toMatchObject({ project_id: 'quota-race', limits: { instances: 5 }, usage: { instances: 0 } });
     const racer = new ApiClient(hcp.baseUrl, hcp.token('rita', { 'quota-race': 'admin' }));
+    const racing = racer.typed();
+    const quotaRace = { path: { project_id: 'quota-race' } };
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        racer.post('/v1/projects/quota-race/vms', {
-          name: `q-${i}`,
-          zone: 'eu-1',
-          image_id: ids.image,
-          flavor_id: ids.flavor,
-        }),
+        racing
+          .POST('/v1/projects/{project_id}/vms', {
+            params: quotaRace,
+            body: { name: `q-${i}`, zone: 'eu-1', image_id: ids.image, flavor_id: ids.flavor },
+          })
+          .then(({ data, error, response }) => ({ status: response.status, body: data, error })),
       ),
     );
     expect(answers.filter((a) => a.status === 202)).toHaveLength(5);
     const refused = answers.filter((a) => a.status !== 202);
     expect(refused).toHaveLength(15);
     for (const r of refused)
-      expect(r.body.error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { resource: 'instances', limit: 5 } });
+      expect(r.error?.error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { resource: 'instances', limit: 5 } });
     const quota = await eventually(async () => {
-      const res = await racer.get('/v1/projects/quota-race/quotas');
-      return res.body.usage?.instances === 5 ? res.body : undefined;
+      const q = unwrap(await racing.GET('/v1/projects/{project_id}/quotas', { params: quotaRace }));
+      return q.usage.instances === 5 ? q : undefined;
     }, 'usage of 5 instances');
     expect(quota.usage).toEqual({ instances: 5, vcpus: 10, ram_mb: 10240, disk_gb: 100 });
 
     // Deleting a VM gives its share back (from the events, through the quota-release projection).
-    const victim = answers.find((a) => a.status === 202)!.body;
+    const victim = answers.find((a) => a.status === 202)!.body!;
     await jobFinished(racer, 'quota-race', victim.job_id);
     await eventually(
       async () =>
