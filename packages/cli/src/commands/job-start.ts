@@ -49,6 +49,7 @@ export async function startJob(
   }
   if (!opts.wait) {
     rt.out(renderOne({ ...accepted, idempotency_key: key }, format));
+    if (format === 'table') rt.err(`follow it: hcp jobs watch ${accepted.job_id}`);
     return;
   }
   const job = await watchJob(client, project, accepted.job_id, {
