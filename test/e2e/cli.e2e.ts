@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -21,9 +21,9 @@ interface CliResult {
 }
 
 /**
- * `hcp` as users run it: compiled once (as `npm run build:cli` does, into a folder of its own under
- * dist/), put on PATH as `hcp` the way `npm link` does (a symlink to the bin entry of package.json),
- * and run against a real HCP with a config file of this suite's own.
+ * `hcp` as users install it (packages/cli/README.md): `npm run build:cli`, then `npm link`, here into a
+ * global prefix of this suite's own, and run as `hcp` from that prefix's bin against a real HCP, with a
+ * config file of its own. build:cli writes only dist/packages/{cli,client}, which HCP never runs.
  */
 describe('hcp CLI against a running HCP', () => {
   let db: TestDatabase;
@@ -31,30 +31,18 @@ describe('hcp CLI against a running HCP', () => {
   let api: ApiClient;
   let home: string;
   let binDir: string;
-  let buildDir: string;
   let config: string;
 
   beforeAll(async () => {
-    buildDir = path.join(ROOT, 'dist', `.cli-e2e-${process.pid}`);
-    const tsconfig = path.join(ROOT, 'packages/cli/tsconfig.build.json');
+    home = mkdtempSync(path.join(tmpdir(), 'hcp-cli-e2e-'));
+    config = path.join(home, '.config', 'hcp', 'config.yaml');
+    const npm = (...args: string[]) =>
+      run('npm', args, { cwd: ROOT, env: { ...process.env, NPM_CONFIG_PREFIX: path.join(home, 'npm-global') } });
     const [, database] = await Promise.all([
-      run(process.execPath, [
-        path.join(ROOT, 'node_modules/typescript/bin/tsc'),
-        '-p',
-        tsconfig,
-        '--outDir',
-        buildDir,
-      ]).then(() =>
-        run(process.execPath, [
-          path.join(ROOT, 'node_modules/tsc-alias/dist/bin/index.js'),
-          '-p',
-          tsconfig,
-          '--outDir',
-          buildDir,
-        ]),
-      ),
+      npm('run', '-s', 'build:cli').then(() => npm('link', '--no-audit', '--no-fund')),
       createTestDatabase(),
     ]);
+    binDir = path.join(home, 'npm-global', 'bin');
     db = database;
     hcp = await HcpProcess.start({
       databaseUrl: db.url,
@@ -66,15 +54,6 @@ describe('hcp CLI against a running HCP', () => {
       },
     });
     api = new ApiClient(hcp.baseUrl, hcp.token('alice', { cli: 'admin' }));
-    home = mkdtempSync(path.join(tmpdir(), 'hcp-cli-e2e-'));
-    config = path.join(home, '.config', 'hcp', 'config.yaml');
-    // What `npm link` does with package.json's bin entry: a symlink named hcp, its target executable.
-    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-    const entry = path.join(buildDir, path.relative('dist', pkg.bin.hcp));
-    chmodSync(entry, 0o755);
-    binDir = path.join(home, 'bin');
-    mkdirSync(binDir);
-    symlinkSync(entry, path.join(binDir, 'hcp'));
   });
 
   afterAll(async () => {
@@ -82,7 +61,6 @@ describe('hcp CLI against a running HCP', () => {
     hcp?.removeDataDir();
     await db?.drop();
     if (home) rmSync(home, { recursive: true, force: true });
-    if (buildDir) rmSync(buildDir, { recursive: true, force: true });
   });
 
   /** Runs `hcp args...` from PATH; no terminal, so progress comes as plain lines. */
@@ -142,7 +120,9 @@ describe('hcp CLI against a running HCP', () => {
     return JSON.parse(res.stdout).resource_id;
   }
 
-  it('is installed as `hcp` by package.json bin entry and answers --version and --help with its exit codes', async () => {
+  it('is installed as `hcp` by npm link (package.json bin) and answers --version and --help with its exit codes', async () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    expect(realpathSync(path.join(binDir, 'hcp'))).toBe(path.join(ROOT, pkg.bin.hcp));
     const version = await hcpCli(['--version']);
     expect(version).toMatchObject({ code: 0, stdout: '0.1.0\n' });
     const help = await hcpCli(['--help']);
