@@ -272,6 +272,13 @@ describe('hcp CLI against a running HCP', () => {
     );
   });
 
+  it('exits 3 at once when asked to watch a job HCP does not have', async () => {
+    await login();
+    const res = await hcpCli(['jobs', 'watch', '00000000-0000-4000-8000-000000000000']);
+    expect(res.code).toBe(3);
+    expect(res.stderr).toMatch(/^error: NOT_FOUND: /m);
+  });
+
   it('exits 6 when HCP cannot be reached', async () => {
     const port = await freePort();
     const res = await hcpCli(['vms', 'list', '--project', 'cli'], {

@@ -50,9 +50,9 @@ export async function watchJob(client: HcpClient, project: string, jobId: string
   };
   process.once('SIGINT', onSigint);
   try {
-    await appeared(client, project, jobId, Math.min(opts.appearWithinMs ?? 0, opts.timeoutMs), stop.signal);
     const job = await waitForJob(client, project, jobId, {
-      timeoutMs: Math.max(1, opts.timeoutMs - (Date.now() - started)),
+      timeoutMs: opts.timeoutMs,
+      notFoundGraceMs: opts.appearWithinMs ?? 0,
       signal: stop.signal,
       maxDelayMs: 1_000,
       onProgress: show,
@@ -84,19 +84,6 @@ export async function watchJob(client: HcpClient, project: string, jobId: string
     throw err;
   } finally {
     process.removeListener('SIGINT', onSigint);
-  }
-}
-
-/** Reads the job until it answers something but 404, for up to withinMs; then waitForJob takes over. */
-async function appeared(client: HcpClient, project: string, jobId: string, withinMs: number, signal: AbortSignal) {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline && !signal.aborted) {
-    const { response } = await client.GET('/v1/projects/{project_id}/jobs/{job_id}', {
-      params: { path: { project_id: project, job_id: jobId } },
-      signal,
-    });
-    if (response.status !== 404) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
