@@ -57,12 +57,12 @@ describe('waitForJob', () => {
       body: jobIn(i < reads - 1 ? 'queued' : 'succeeded'),
     }));
     await waitForJob(createHcpClient({ baseUrl: server.baseUrl }), 'p1', 'j1', {
-      initialDelayMs: 100,
-      maxDelayMs: 400,
+      initialDelayMs: 40,
+      maxDelayMs: 160,
     });
     const gaps = server.requests.slice(1).map((r, i) => r.at - server!.requests[i].at);
-    // Pause n is at least half of min(400, 100 * 2^n): 50, 100, 200, 200, 200 ms (timer slack aside).
-    const floors = [50, 100, 200, 200, 200];
+    // Pause n is at least half of min(160, 40 * 2^n): 20, 40, 80, 80, 80 ms (timer slack aside).
+    const floors = [20, 40, 80, 80, 80];
     for (const [i, gap] of gaps.entries()) expect(gap).toBeGreaterThanOrEqual(floors[i] - 5);
   });
 
