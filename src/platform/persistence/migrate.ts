@@ -9,7 +9,7 @@ export async function migrate(dataSource: DataSource): Promise<void> {
 }
 
 /**
- * Runs `work` holding the lock every schema change takes (HCP's start and `hcp migrate`), on a
+ * Runs `work` holding the lock every schema change takes (HCP's start and `npm run admin -- migrate`), on a
  * connection of its own so the lock outlives the transactions `work` opens and closes.
  */
 export async function withMigrationLock<T>(dataSource: DataSource, work: () => Promise<T>): Promise<T> {

@@ -16,7 +16,7 @@ import {
 } from '../security/request-facts';
 
 /**
- * One line of the audit trail, as auditors query it (`GET /v1/ops/audit`, `hcp audit replay`) and as
+ * One line of the audit trail, as auditors query it (`GET /v1/ops/audit`, `npm run admin -- audit replay`) and as
  * `hcp.audit.v1` carries it, with the field names of docs/API.md. A request has a `received` record and
  * an outcome (`accepted`, `failed` with its error code, or `denied` when it was refused); a job's steps
  * then record `started` and `succeeded` or `failed`.
