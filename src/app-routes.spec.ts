@@ -1,28 +1,17 @@
 import 'reflect-metadata';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
-import { RequestMethod } from '@nestjs/common';
-import { INTERNAL_PATH_PREFIX, INTERNAL_ROUTE_POLICIES, ROUTE_POLICIES, routeKey } from '@hcp/auth';
+import { INTERCEPTORS_METADATA } from '@nestjs/common/constants';
+import { INTERNAL_PATH_PREFIX, INTERNAL_ROUTE_POLICIES, ROUTE_POLICIES } from '@hcp/auth';
 import { appControllers } from './app.module';
+import { IdempotencyInterceptor } from './http/idempotency/idempotency.interceptor';
+import { RequestAuditInterceptor } from './http/request/request-audit.interceptor';
+import { declaredRoutes as declared } from './http/routes/declared-routes';
+import { bindRequestInterceptors } from './http/routes/request-interceptors';
 
 /** Every route the controllers declare, as `METHOD /path` the way Express reports `req.route.path`. */
 function declaredRoutes(): string[] {
-  const routes: string[] = [];
-  for (const controller of appControllers()) {
-    const base = Reflect.getMetadata(PATH_METADATA, controller) as string;
-    for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-      const handler = (controller.prototype as unknown as Record<string, object>)[name];
-      if (name === 'constructor' || typeof handler !== 'function') continue;
-      const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
-      const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
-      if (method === undefined || path === undefined) continue;
-      const full = `/${[base, path]
-        .map((p) => p.replace(/^\/+|\/+$/g, ''))
-        .filter(Boolean)
-        .join('/')}`;
-      routes.push(routeKey(RequestMethod[method], full));
-    }
-  }
-  return routes.sort();
+  return declared(appControllers())
+    .map((r) => r.key)
+    .sort();
 }
 
 describe('route policy table', () => {
@@ -48,5 +37,47 @@ describe('route policy table', () => {
     for (const [route, policy] of Object.entries(ROUTE_POLICIES)) {
       if ('starts_job' in policy && policy.starts_job) expect(route).toMatch(/^(POST|DELETE) /);
     }
+  });
+});
+
+describe('interceptors per route', () => {
+  const bound = () => {
+    bindRequestInterceptors(appControllers());
+    return new Map(
+      declared(appControllers()).map((r) => [r.key, Reflect.getMetadata(INTERCEPTORS_METADATA, r.handler) ?? []]),
+    );
+  };
+
+  it('records every public route that changes something, and every ops route, read or write', () => {
+    for (const [route, interceptors] of bound()) {
+      const policy = ROUTE_POLICIES[route];
+      const audited = policy !== undefined && (!route.startsWith('GET ') || policy.scope === 'ops');
+      expect([route, interceptors.includes(RequestAuditInterceptor)]).toEqual([route, audited]);
+    }
+    expect(bound().get('POST /v1/projects/:project_id/vms')).toContain(RequestAuditInterceptor);
+    expect(bound().get('GET /v1/ops/audit')).toContain(RequestAuditInterceptor);
+  });
+
+  it('deduplicates by Idempotency-Key exactly the job-starting routes, after recording them', () => {
+    for (const [route, interceptors] of bound()) {
+      const policy = ROUTE_POLICIES[route];
+      const startsJob = policy !== undefined && 'starts_job' in policy && policy.starts_job === true;
+      expect([route, interceptors.includes(IdempotencyInterceptor)]).toEqual([route, startsJob]);
+      if (startsJob) expect(interceptors).toEqual([RequestAuditInterceptor, IdempotencyInterceptor]);
+    }
+  });
+
+  it("runs none on tenant reads, health, metrics and the host agents' routes", () => {
+    const bare = [
+      'GET /v1/projects/:project_id/vms/:vm_id',
+      'GET /v1/projects/:project_id/vms',
+      ...[...bound().keys()].filter((r) => !ROUTE_POLICIES[r]),
+    ];
+    for (const route of bare) expect([route, bound().get(route)]).toEqual([route, []]);
+  });
+
+  it('binds them once when the application is assembled twice in one process', () => {
+    bindRequestInterceptors(appControllers());
+    expect(bound().get('POST /v1/projects/:project_id/vms')).toEqual([RequestAuditInterceptor, IdempotencyInterceptor]);
   });
 });

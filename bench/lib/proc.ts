@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
@@ -7,11 +7,12 @@ export const ROOT = path.join(__dirname, '..', '..');
 
 /**
  * Samples a process's resident memory from /proc/<pid>/status (VmRSS every `everyMs`, VmHWM on demand).
- * Windows let one process's peak be reported per scenario.
+ * Windows let one process's peak be reported per scenario, and the CPU it spent in the window.
  */
 export class RssSampler {
   private timer: NodeJS.Timeout | null = null;
   private windowPeakKb = 0;
+  private windowCpuStartMs: number | null = null;
 
   constructor(
     private readonly pid: number,
@@ -27,6 +28,13 @@ export class RssSampler {
   /** Starts a new window: peak() then reports the highest RSS seen from now on. */
   beginWindow(): void {
     this.windowPeakKb = this.read('VmRSS') ?? 0;
+    this.windowCpuStartMs = procCpuMs(this.pid);
+  }
+
+  /** CPU time (user + system) the process spent since beginWindow, in ms; null when it is gone. */
+  cpuMs(): number | null {
+    const now = procCpuMs(this.pid);
+    return now === null || this.windowCpuStartMs === null ? null : now - this.windowCpuStartMs;
   }
 
   /** Highest RSS of the current window, in MB. */
@@ -70,6 +78,27 @@ export function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | nu
   } catch {
     return null; // the process is gone
   }
+}
+
+let clockTicksPerS: number | null = null;
+
+/**
+ * CPU time (user + system) a process has spent so far, from /proc/<pid>/stat, in ms (clock-tick
+ * resolution, 10 ms here); null when the process is gone. Per request, it is the figure a loaded
+ * machine disturbs least: other processes on the cores stretch latencies and cut rates, not the CPU a
+ * request costs.
+ */
+export function procCpuMs(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  clockTicksPerS ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerS;
 }
 
 /** A child process whose output is kept (the tail) for error messages. */

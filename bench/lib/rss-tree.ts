@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { procStatusKb } from './proc';
+import { procCpuMs, procStatusKb } from './proc';
 
 /** What the scenarios read of HCP's memory, whether HCP is one process or the launcher's several. */
 export interface RssWatch {
@@ -13,6 +13,8 @@ export interface RssWatch {
   peaksByProcess(): Record<string, number>;
   /** Highest sum over all processes of one sample in the window, in MB. */
   sumPeakMb(): number;
+  /** CPU time each process spent since beginWindow, in ms. */
+  cpuMsByProcess(): Record<string, number>;
   stop(): void;
 }
 
@@ -26,6 +28,7 @@ export class ProcessTreeRss implements RssWatch {
   private peaks = new Map<string, number>();
   private sumPeak = 0;
   private readonly names = new Map<number, string | null>();
+  private cpuAtWindowStart = new Map<string, number>();
 
   constructor(
     private readonly rootPid: number,
@@ -42,6 +45,16 @@ export class ProcessTreeRss implements RssWatch {
     this.peaks = new Map();
     this.sumPeak = 0;
     this.sample();
+    this.cpuAtWindowStart = new Map(this.cpuNow());
+  }
+
+  cpuMsByProcess(): Record<string, number> {
+    const spent: Record<string, number> = {};
+    for (const [name, ms] of this.cpuNow()) {
+      const start = this.cpuAtWindowStart.get(name);
+      if (start !== undefined) spent[name] = ms - start;
+    }
+    return spent;
   }
 
   peakMb(): number {
@@ -91,6 +104,13 @@ export class ProcessTreeRss implements RssWatch {
     if (sum > this.sumPeak) this.sumPeak = sum;
   }
 
+  private cpuNow(): Array<[string, number]> {
+    return this.processes().flatMap(({ pid, name }) => {
+      const ms = procCpuMs(pid);
+      return ms === null ? [] : [[name, ms] as [string, number]];
+    });
+  }
+
   private processes(): Array<{ pid: number; name: string }> {
     const found = [{ pid: this.rootPid, name: 'launcher' }];
     let children: number[] = [];
@@ -119,4 +139,25 @@ function childName(pid: number): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU ms per 2xx answer of a load window: of the API processes (the `api-*` children, or the one process
+ * when HCP runs as one), of all HCP's processes together (worker and projections included), and per
+ * process. PostgreSQL's CPU is not in it.
+ */
+export function cpuPerOk(
+  cpuMsByProcess: Record<string, number>,
+  ok: number,
+): { api: number | null; all: number | null; byProcess: Record<string, number> } {
+  const entries = Object.entries(cpuMsByProcess);
+  const children = entries.filter(([name]) => name !== 'launcher');
+  const api = children.length > 0 ? children.filter(([name]) => name.startsWith('api-')) : entries;
+  const sum = (list: Array<[string, number]>) => list.reduce((total, [, ms]) => total + ms, 0);
+  const per = (ms: number) => (ok > 0 ? Math.round((ms / ok) * 1000) / 1000 : null);
+  return {
+    api: per(sum(api)),
+    all: per(sum(entries)),
+    byProcess: Object.fromEntries(entries.map(([name, ms]) => [name, Math.round(ms)])),
+  };
 }

@@ -3,6 +3,7 @@ import { BenchContext, SEEDED } from '../lib/context';
 import { runLoad, LoadSpec } from '../lib/load';
 import { noPeers, PEERS, PeerHandle, PeerValues, seedPeerVms } from '../lib/peers';
 import { RssSampler } from '../lib/proc';
+import { cpuPerOk } from '../lib/rss-tree';
 import type { Row, ScenarioResult } from '../lib/report';
 import { seedVmReadModel } from '../lib/seed';
 import { log, round } from '../lib/util';
@@ -13,6 +14,10 @@ import { log, round } from '../lib/util';
  * HCP and the baseline measured back to back at each size. The same process serves both sizes, so the
  * peak RSS at 100,000 is the memory figure of DESIGN.md.
  */
+function perOk(cpuMs: number | null, ok: number): number | null {
+  return cpuMs === null || ok === 0 ? null : cpuMs / ok;
+}
+
 export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
   const { sizes } = ctx;
   const db = await ctx.database();
@@ -57,17 +62,20 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
         const hcpPeak = hcp.rss.peakMb();
         const hcpRssByProcessMb = hcp.rss.peaksByProcess();
         const hcpRssSumMb = round(hcp.rss.sumPeakMb());
+        const hcpCpu = cpuPerOk(hcp.rss.cpuMsByProcess(), h.ok);
         await runLoad({ ...spec, url: baseline.url, durationS: sizes.warmupS });
         baselineRss.beginWindow();
         log(`read: baseline ${kind} at ${size.toLocaleString('en-US')} VMs`);
         const b = await runLoad({ ...spec, url: baseline.url });
         const baselinePeak = baselineRss.peakMb();
+        const baselineCpuMs = round(perOk(baselineRss.cpuMs(), b.ok), 3);
         const peerResults: Record<string, unknown> = {};
         const peerValue = {
           okPerS: noPeers(),
           p50: noPeers(),
           p99: noPeers(),
           rss: noPeers(),
+          cpu: noPeers(),
         } satisfies Record<string, PeerValues>;
         if (kind === 'detail') {
           for (const peer of peers) {
@@ -77,7 +85,9 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             log(`read: ${peer.name} ${kind} at ${size.toLocaleString('en-US')} VMs`);
             const r = await runLoad(peerSpec);
             const peak = round(peer.rss.peakMb());
-            peerResults[peer.name] = { ...r, peakRssMb: peak };
+            const cpuMsPerOk = round(perOk(peer.rss.cpuMs(), r.ok), 3);
+            peerResults[peer.name] = { ...r, peakRssMb: peak, cpuMsPerOk };
+            peerValue.cpu[peer.name] = cpuMsPerOk;
             peerValue.okPerS[peer.name] = round(r.okPerS);
             peerValue.p50[peer.name] = round(r.latencyMs?.p50, 2);
             peerValue.p99[peer.name] = round(r.latencyMs?.p99, 2);
@@ -85,8 +95,14 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
           }
         }
         details[`${kind}@${size}`] = {
-          hcp: { ...h, peakRssMb: round(hcpPeak), rssByProcessMb: hcpRssByProcessMb, rssSumMb: hcpRssSumMb },
-          baseline: { ...b, peakRssMb: round(baselinePeak) },
+          hcp: {
+            ...h,
+            peakRssMb: round(hcpPeak),
+            rssByProcessMb: hcpRssByProcessMb,
+            rssSumMb: hcpRssSumMb,
+            cpuMsPerOk: hcpCpu,
+          },
+          baseline: { ...b, peakRssMb: round(baselinePeak), cpuMsPerOk: baselineCpuMs },
           ...peerResults,
         };
         const scenario = `read: ${kind === 'detail' ? 'GET /vms/{id}' : 'GET /vms?limit=50'} @ ${size.toLocaleString('en-US')} VMs, ${c} clients`;
@@ -126,6 +142,14 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             baseline: round(baselinePeak),
             peers: peerValue.rss,
             ...(size >= 100_000 ? { target: { op: '<' as const, value: 250 } } : {}),
+          },
+          {
+            scenario,
+            metric: 'CPU per request (API processes)',
+            unit: 'ms',
+            hcp: hcpCpu.api,
+            baseline: baselineCpuMs,
+            peers: peerValue.cpu,
           },
         );
       }

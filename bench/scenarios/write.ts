@@ -5,6 +5,7 @@ import { waitForJobsDrained } from '../lib/jobs';
 import { runLoad, LoadResult, LoadSpec } from '../lib/load';
 import { noPeers, PEERS, PeerName, PeerValues, seedPeerProject } from '../lib/peers';
 import { RssSampler } from '../lib/proc';
+import { cpuPerOk } from '../lib/rss-tree';
 import type { ScenarioResult } from '../lib/report';
 import { seedQuotaStream } from '../lib/seed';
 import { log, round, waitFor } from '../lib/util';
@@ -38,7 +39,11 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
     hcp.rss.beginWindow();
     log(`write: HCP, 100 clients, one project, ${sizes.writeS} s`);
     const one = await ctx.measure(hcp, 'write-one-project', () => runLoad(spec));
-    details.hcpOneProject = { ...one, peakRssMb: round(hcp.rss.peakMb()) };
+    details.hcpOneProject = {
+      ...one,
+      peakRssMb: round(hcp.rss.peakMb()),
+      cpuMsPerOk: cpuPerOk(hcp.rss.cpuMsByProcess(), one.ok),
+    };
     let spread: LoadResult | null = null;
     if (sizes.writeSpread) {
       const drained = await waitForJobsDrained(client, 1, sizes.drainTimeoutS);
@@ -96,7 +101,12 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
     baselineRss.beginWindow();
     log(`write: baseline, 100 clients, ${sizes.writeS} s`);
     const base = await runLoad({ ...spec, url: baseline.url });
-    details.baseline = { ...base, peakRssMb: round(baselineRss.peakMb()) };
+    const baselineCpuMs = baselineRss.cpuMs();
+    details.baseline = {
+      ...base,
+      peakRssMb: round(baselineRss.peakMb()),
+      cpuMsPerOk: baselineCpuMs === null || base.ok === 0 ? null : round(baselineCpuMs / base.ok, 3),
+    };
     const baselinePeak = baselineRss.peakMb();
     baselineRss.stop();
     await baseline.stop();
@@ -264,6 +274,7 @@ async function writePeer(
     log(`write: ${name}, 100 clients, one project, ${sizes.writeS} s`);
     const one = await runLoad(peerSpec);
     const onePeakRssMb = round(peer.rss.peakMb());
+    const oneCpuMs = peer.rss.cpuMs();
     await peer.idle();
     const statsAfterOne = await peer.stats();
     let spread: LoadResult | null = null;
@@ -279,7 +290,12 @@ async function writePeer(
       existing = await runLoad({ ...peerSpec, path: '/v1/projects/bench-big/vms' });
     }
     details[name] = {
-      oneProject: { ...one, peakRssMb: onePeakRssMb, counters: statsAfterOne },
+      oneProject: {
+        ...one,
+        peakRssMb: onePeakRssMb,
+        cpuMsPerOk: oneCpuMs === null || one.ok === 0 ? null : round(oneCpuMs / one.ok, 3),
+        counters: statsAfterOne,
+      },
       ...(spread ? { spread } : {}),
       ...(existing ? { bigProject: existing } : {}),
       counters: await peer.stats(),

@@ -1,5 +1,5 @@
-import { DynamicModule, Module, OnModuleInit } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { DynamicModule, Module, OnModuleInit, Type } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { BearerTokenStrategy } from '@hcp/auth';
@@ -10,18 +10,19 @@ import { SchemaGate } from './availability/schema-gate';
 import { BreakGlassRecorder } from './auth/break-glass.recorder';
 import { HcpExceptionFilter } from './errors/hcp-exception.filter';
 import { REFUSAL_WINDOW_MS, RefusalLedger } from './errors/refusal-ledger';
-import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { IdempotencyStore } from './idempotency/idempotency-store';
 import { rateLimits, RateLimitGuard } from './rate-limit/rate-limit.guard';
-import { RequestAuditInterceptor } from './request/request-audit.interceptor';
 import { RequestRecorder } from './request/request-recorder';
+import { bindRequestInterceptors } from './routes/request-interceptors';
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
 
 /**
  * What every route shares, in one place no context repeats: who is calling and may they (bearer token,
  * route policy, break-glass), how often, the error envelope, the request's audit record and
- * idempotency. Contexts declare routes; these apply to all of them.
+ * idempotency. Contexts declare routes; these apply to all of them. The audit and idempotency
+ * interceptors are bound per route by routes/request-interceptors.ts, so this module is global: each
+ * context's module instantiates them from the stores exported here.
  */
 @Module({})
 export class HttpModule implements OnModuleInit {
@@ -31,9 +32,12 @@ export class HttpModule implements OnModuleInit {
     private readonly refusals: RefusalLedger,
   ) {}
 
-  static forRoot(config: HcpConfig): DynamicModule {
+  /** `controllers`: every controller of the application, whose routes get their interceptors here. */
+  static forRoot(config: HcpConfig, controllers: readonly Type[]): DynamicModule {
+    bindRequestInterceptors(controllers);
     return {
       module: HttpModule,
+      global: true,
       imports: [
         PassportModule,
         ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
@@ -49,10 +53,8 @@ export class HttpModule implements OnModuleInit {
         { provide: APP_GUARD, useClass: AccessGuard },
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_FILTER, useClass: HcpExceptionFilter },
-        // Interceptors run in this order: the request is recorded for the audit trail, then deduplicated.
-        { provide: APP_INTERCEPTOR, useClass: RequestAuditInterceptor },
-        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
       ],
+      exports: [RequestRecorder, IdempotencyStore],
     };
   }
 
