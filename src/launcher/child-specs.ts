@@ -19,10 +19,16 @@ const BACKGROUND_WORKER_CONCURRENCY = '32';
 /**
  * V8 flags of an API process. An API request allocates little that outlives it, so a small young
  * generation (4 MB semi-spaces instead of V8's 16) is collected often and cheaply instead of holding
- * pages. Quick bench runs (2 s windows) showed 178-197 -> 139-169 MB peak RSS; the quiet full run of
- * 2026-12-04 (10 s windows at 1,500 reads/s) still reached 258-265 MB with it: see bench/README.md.
+ * pages. The live heap of an API process is ~45 MB (mostly the code and source text of the ~2,800 modules
+ * it loads), but V8's default growth factor (up to 4x the live heap after each major GC, with a multi-GB
+ * limit) let the old space fill to ~190 MB of promoted garbage before collecting: 254-267 MB peak RSS
+ * under 10 s of reads at 100,000 VMs (bench/memory/api-memory.ts). `--heap-growing-percent=50` makes the
+ * next major GC come at 1.5x the live heap instead, with no hard cap (unlike --max-old-space-size, a large
+ * answer cannot make the process run out of heap): 148-151 MB peak RSS, reads/s within the run-to-run
+ * noise (-2 % detail, -5 % list, GC 10-11 % of the window either way), p99 higher (more major GCs). See
+ * bench/README.md, "Issue #21 item 5".
  */
-export const API_NODE_FLAGS = ['--max-semi-space-size=4'];
+export const API_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
 
 export interface ChildSpecs {
   /** The job worker and the projections, in one process: it also seeds the catalog. */
