@@ -201,6 +201,27 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   }, 20_000);
 
+  it('names every category one appendMany committed in a single notification', async () => {
+    const prefix = uniquePrefix().replace(/-$/, '');
+    const listener = new Client({ connectionString: DATABASE_URL });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (n) => payloads.push(n.payload ?? ''));
+    await listener.query(`LISTEN "${fixture.schema}_hcp_events"`);
+    try {
+      const streams = ['quota', 'vm', 'job'].map((kind) => `${prefix}${kind}-1`);
+      await fixture.store.appendMany(
+        streams.map((streamId) => ({ streamId, events: [newEvent()], expected: 'no_stream' })),
+      );
+      await sleep(300);
+      const ours = payloads.filter((p) => p.includes(prefix));
+      expect(ours).toHaveLength(1);
+      expect(ours[0]!.split(',').sort()).toEqual(streams.map((s) => s.replace(/1$/, '')).sort());
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('shares one LISTEN connection between subscriptions and gives it back when the last one stops', async () => {
     const listening = async (): Promise<number> => {
       const { rows } = await fixture.pool.query<{ n: string }>(

@@ -26,7 +26,10 @@ export class CommitNotifier {
    */
   committed(streamId: string): void {
     this.pending.add(categoryOf(streamId));
-    this.sending ??= this.send();
+    // Sent from a microtask, so the other streams of the same commit (reported in the same synchronous
+    // loop) ride in this notification: started at once, it named the first stream's category alone and
+    // the rest followed in a second notifying transaction, which woke the same subscribers again.
+    this.sending ??= Promise.resolve().then(() => this.send());
   }
 
   /** Resolves once no notification is in flight. */
