@@ -9,7 +9,7 @@
  *                                   where the schema stands, apply or revert migrations
  */
 import { readModelProjections, rebuildProjection, SILENT_SINKS } from '@hcp/projections';
-import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
+import { DomainEventCodec, EventStore, openEventStoreDb, PostgresEventStore } from '@hcp/eventstore';
 import { parseArgs } from 'node:util';
 import { Pool } from 'pg';
 import { createHcpUpcasters } from '@hcp/domain';
@@ -91,7 +91,7 @@ async function openStores(config: HcpConfig) {
   const url = database.url;
   const pool = new Pool({ connectionString: url, max: 4 });
   const store: EventStore = config.eventStoreConnectionString
-    ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
+    ? await openEventStoreDb({ connectionString: config.eventStoreConnectionString })
     : new PostgresEventStore({ pool });
   const db = createDataSource(url, { poolSize: 4, applicationName: 'hcp-admin' });
   await db.initialize();

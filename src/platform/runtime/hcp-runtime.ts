@@ -6,7 +6,7 @@ import { createPublicKey } from 'node:crypto';
 import { exportJWK } from 'jose';
 import { KeySource, loadOrCreateDevSigningKey, TokenVerifier } from '@hcp/auth';
 import { createHcpUpcasters } from '@hcp/domain';
-import { DomainEventCodec, EventStore, EventStoreDbEventStore, PostgresEventStore } from '@hcp/eventstore';
+import { DomainEventCodec, EventStore, openEventStoreDb, PostgresEventStore } from '@hcp/eventstore';
 import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
@@ -67,7 +67,7 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     survivePoolConnectionLoss(pool, lost);
     closers.push(() => pool.end());
     const eventStore: EventStore = config.eventStoreConnectionString
-      ? new EventStoreDbEventStore({ connectionString: config.eventStoreConnectionString })
+      ? await openEventStoreDb({ connectionString: config.eventStoreConnectionString })
       : new PostgresEventStore({ pool });
     closers.push(() => eventStore.close());
 

@@ -1,4 +1,4 @@
-import { EventStoreDbEventStore } from '@hcp/eventstore';
+import { openEventStoreDb } from '@hcp/eventstore';
 import { describeEventStoreContract } from './event-store.contract';
 
 const connectionString = process.env.EVENTSTORE_CONNECTION_STRING;
@@ -6,7 +6,7 @@ const connectionString = process.env.EVENTSTORE_CONNECTION_STRING;
 if (connectionString) {
   // Stream ids are unique per run, so the suite can share a server with anything else.
   describeEventStoreContract('EventStoreDB', async () => {
-    const store = new EventStoreDbEventStore({ connectionString });
+    const store = await openEventStoreDb({ connectionString });
     return { store, appendsStreamByStream: true, cleanup: () => store.close() };
   });
 } else {
