@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { procCpuMs, procStatusKb } from './proc';
+import { round } from './util';
 
 /** What the scenarios read of HCP's memory, whether HCP is one process or the launcher's several. */
 export interface RssWatch {
@@ -154,10 +155,14 @@ export function cpuPerOk(
   const children = entries.filter(([name]) => name !== 'launcher');
   const api = children.length > 0 ? children.filter(([name]) => name.startsWith('api-')) : entries;
   const sum = (list: Array<[string, number]>) => list.reduce((total, [, ms]) => total + ms, 0);
-  const per = (ms: number) => (ok > 0 ? Math.round((ms / ok) * 1000) / 1000 : null);
   return {
-    api: per(sum(api)),
-    all: per(sum(entries)),
+    api: msPerOk(sum(api), ok),
+    all: msPerOk(sum(entries), ok),
     byProcess: Object.fromEntries(entries.map(([name, ms]) => [name, Math.round(ms)])),
   };
+}
+
+/** CPU ms of one process's window (RssSampler.cpuMs) per 2xx answer, to the microsecond; null without either. */
+export function msPerOk(cpuMs: number | null, ok: number): number | null {
+  return cpuMs === null || ok === 0 ? null : round(cpuMs / ok, 3);
 }

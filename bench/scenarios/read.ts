@@ -3,7 +3,7 @@ import { BenchContext, SEEDED } from '../lib/context';
 import { runLoad, LoadSpec } from '../lib/load';
 import { noPeers, PEERS, PeerHandle, PeerValues, seedPeerVms } from '../lib/peers';
 import { RssSampler } from '../lib/proc';
-import { cpuPerOk } from '../lib/rss-tree';
+import { cpuPerOk, msPerOk } from '../lib/rss-tree';
 import type { Row, ScenarioResult } from '../lib/report';
 import { seedVmReadModel } from '../lib/seed';
 import { log, round } from '../lib/util';
@@ -14,10 +14,6 @@ import { log, round } from '../lib/util';
  * HCP and the baseline measured back to back at each size. The same process serves both sizes, so the
  * peak RSS at 100,000 is the memory figure of DESIGN.md.
  */
-function perOk(cpuMs: number | null, ok: number): number | null {
-  return cpuMs === null || ok === 0 ? null : cpuMs / ok;
-}
-
 export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
   const { sizes } = ctx;
   const db = await ctx.database();
@@ -68,7 +64,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
         log(`read: baseline ${kind} at ${size.toLocaleString('en-US')} VMs`);
         const b = await runLoad({ ...spec, url: baseline.url });
         const baselinePeak = baselineRss.peakMb();
-        const baselineCpuMs = round(perOk(baselineRss.cpuMs(), b.ok), 3);
+        const baselineCpuMs = msPerOk(baselineRss.cpuMs(), b.ok);
         const peerResults: Record<string, unknown> = {};
         const peerValue = {
           okPerS: noPeers(),
@@ -85,7 +81,7 @@ export async function readPath(ctx: BenchContext): Promise<ScenarioResult> {
             log(`read: ${peer.name} ${kind} at ${size.toLocaleString('en-US')} VMs`);
             const r = await runLoad(peerSpec);
             const peak = round(peer.rss.peakMb());
-            const cpuMsPerOk = round(perOk(peer.rss.cpuMs(), r.ok), 3);
+            const cpuMsPerOk = msPerOk(peer.rss.cpuMs(), r.ok);
             peerResults[peer.name] = { ...r, peakRssMb: peak, cpuMsPerOk };
             peerValue.cpu[peer.name] = cpuMsPerOk;
             peerValue.okPerS[peer.name] = round(r.okPerS);

@@ -5,7 +5,7 @@ import { waitForJobsDrained } from '../lib/jobs';
 import { runLoad, LoadResult, LoadSpec } from '../lib/load';
 import { noPeers, PEERS, PeerName, PeerValues, seedPeerProject } from '../lib/peers';
 import { RssSampler } from '../lib/proc';
-import { cpuPerOk } from '../lib/rss-tree';
+import { cpuPerOk, msPerOk } from '../lib/rss-tree';
 import type { ScenarioResult } from '../lib/report';
 import { seedQuotaStream } from '../lib/seed';
 import { log, round, waitFor } from '../lib/util';
@@ -101,11 +101,10 @@ export async function writePath(ctx: BenchContext): Promise<ScenarioResult> {
     baselineRss.beginWindow();
     log(`write: baseline, 100 clients, ${sizes.writeS} s`);
     const base = await runLoad({ ...spec, url: baseline.url });
-    const baselineCpuMs = baselineRss.cpuMs();
     details.baseline = {
       ...base,
       peakRssMb: round(baselineRss.peakMb()),
-      cpuMsPerOk: baselineCpuMs === null || base.ok === 0 ? null : round(baselineCpuMs / base.ok, 3),
+      cpuMsPerOk: msPerOk(baselineRss.cpuMs(), base.ok),
     };
     const baselinePeak = baselineRss.peakMb();
     baselineRss.stop();
@@ -293,7 +292,7 @@ async function writePeer(
       oneProject: {
         ...one,
         peakRssMb: onePeakRssMb,
-        cpuMsPerOk: oneCpuMs === null || one.ok === 0 ? null : round(oneCpuMs / one.ok, 3),
+        cpuMsPerOk: msPerOk(oneCpuMs, one.ok),
         counters: statsAfterOne,
       },
       ...(spread ? { spread } : {}),

@@ -5,7 +5,6 @@ import { routeKey } from '@hcp/auth';
 export interface DeclaredRoute {
   /** `METHOD /path` the way Express reports `req.route.path`: the key of the route policy tables. */
   key: string;
-  controller: Type;
   /** The controller's method serving the route; Nest reads a route's enhancers from its metadata. */
   handler: object;
 }
@@ -25,7 +24,7 @@ export function declaredRoutes(controllers: readonly Type[]): DeclaredRoute[] {
         .map((p) => p.replace(/^\/+|\/+$/g, ''))
         .filter(Boolean)
         .join('/')}`;
-      routes.push({ key: routeKey(RequestMethod[method], full), controller, handler });
+      routes.push({ key: routeKey(RequestMethod[method], full), handler });
     }
   }
   return routes;
