@@ -43,8 +43,10 @@ export class VmReconcileExecutor implements JobExecutor {
       return {
         kind: 'done',
         target: providerType,
+        // What it saw is recorded as the reconciler's own decision: the job ends after it, on its own.
         record: async () => {
           await this.reconciler.record(loaded, description, job.trace_id);
+          return false;
         },
       };
     } catch (err) {

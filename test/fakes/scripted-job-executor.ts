@@ -1,4 +1,5 @@
 import { EventContext, HcpError, HcpErrorShape, JobState } from '@hcp/domain';
+import { EventStore, WrongExpectedRevisionError } from '@hcp/eventstore';
 import { JobAttempt, JobExecutor, JobWork } from '../../src/jobs';
 
 /** What a ScriptedJobExecutor was asked to do, in order. */
@@ -25,14 +26,27 @@ export class ScriptedJobExecutor implements JobExecutor {
     return this;
   }
 
-  /** Work done at `target`; its `record()` is recorded as a call, after `beforeRecorded` ran (to look at the streams then). */
-  done(target = 'scripted', beforeRecorded?: () => Promise<void>): JobWork {
+  /**
+   * Work done at `target`; its `record()` is recorded as a call, after `beforeRecorded` ran (to look at the
+   * streams then). It records no outcome of its own, so it commits the job's closing writes only when
+   * `withClosing` is given the store (the runner then must not append them again).
+   */
+  done(target = 'scripted', beforeRecorded?: () => Promise<void>, withClosing?: EventStore): JobWork {
     return {
       kind: 'done',
       target,
-      record: async () => {
+      record: async (closing) => {
         await beforeRecorded?.();
         this.calls.push({ call: 'record', job_id: this.lastPerformed()?.id ?? '' });
+        if (!withClosing || !closing) return false;
+        // As an aggregate's update with alongside writes: refused ones are dropped, not thrown.
+        return withClosing.appendMany(closing.appends).then(
+          () => true,
+          (err) => {
+            if (err instanceof WrongExpectedRevisionError) return false;
+            throw err;
+          },
+        );
       },
     };
   }

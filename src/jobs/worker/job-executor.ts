@@ -1,4 +1,5 @@
 import type { EventContext, HcpErrorShape, JobState } from '@hcp/domain';
+import type { AlongsideWrites } from '../../platform/event-sourcing/aggregate-repository';
 
 /** The actor of every event a worker writes, on the job and on the job's resource. */
 export const JOB_WORKER_ACTOR = 'hcp-worker';
@@ -25,8 +26,13 @@ export type JobWork =
   /**
    * The work is done (at the provider); `record` writes its outcome on the resource, which the runner
    * calls only while the lease is still held. `target` labels metrics (the provider type).
+   *
+   * `closing` is the job's own end (its JobSucceeded): an executor that can commits it with the outcome,
+   * in one appendMany (one transaction on PostgreSQL: one commit and one wake-up of the projections
+   * instead of two), and answers true; false (it could not, or the outcome was recorded already) leaves
+   * the runner to append it alone, after the outcome, as before.
    */
-  | { kind: 'done'; target: string; record(): Promise<void> }
+  | { kind: 'done'; target: string; record(closing?: AlongsideWrites): Promise<boolean> }
   /** The work failed; the runner decides between another attempt and failing the job. */
   | { kind: 'failed'; target: string; error: unknown };
 

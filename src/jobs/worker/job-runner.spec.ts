@@ -282,6 +282,43 @@ describe('JobRunner', () => {
       ).toBe(1);
     });
 
+    it('hands the executor its JobSucceeded to commit with the outcome, and appends nothing after it', async () => {
+      const job = await givenJob();
+      const appendsBefore = jest.spyOn(store, 'append');
+      executor.willAnswer(executor.done('simulator', undefined, store));
+
+      await run(job);
+
+      expect(await eventsWritten(job)).toEqual([
+        jobEvent('JobStarted', { attempt: 1, worker: WORKER }),
+        jobEvent('JobSucceeded', { attempt: 1 }),
+      ]);
+      // JobStarted went through append; JobSucceeded only through the executor's appendMany.
+      expect(appendsBefore).toHaveBeenCalledTimes(1);
+    });
+
+    it('refuses to end a job that another writer moved while its outcome was recorded (CONFLICT, no JobSucceeded)', async () => {
+      const job = await givenJob();
+      executor.willAnswer(
+        executor.done(
+          'simulator',
+          async () => {
+            // Another writer (ops, a worker that took the job over) wrote on the job meanwhile.
+            const loaded = await jobs.load(job.id);
+            await jobs.append(
+              loaded,
+              decideJob(loaded.state, { type: 'record_fact', key: 'k', value: 1 }),
+              eventContext('ops', TRACE),
+            );
+          },
+          store,
+        ),
+      );
+
+      await expect(run(job)).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect((await eventsWritten(job)).map((e) => e.type)).toEqual(['JobStarted', 'JobFactRecorded']);
+    });
+
     it('writes its events as the worker, on the trace of the request', async () => {
       const job = await givenJob();
       executor.willAnswer(executor.done());

@@ -149,8 +149,11 @@ export class JobRunner {
       await this.fail(job, executor, error.toShape(), work.target);
       return { kind: 'finished' };
     }
-    await work.record();
-    await this.step(job, { type: 'succeed' }, traceId);
+    // The job's end commits with the outcome where the executor can: one commit instead of two.
+    const succeeded = decideJob(job.state, { type: 'succeed' });
+    const closing = { appends: [this.jobs.appendOf(job, succeeded, eventContext(JOB_WORKER_ACTOR, traceId))] };
+    if (!(await work.record(succeeded.length > 0 ? closing : undefined)))
+      await this.step(job, { type: 'succeed' }, traceId);
     this.countFinished(running, work.target, 'succeeded');
     return { kind: 'finished' };
   }

@@ -12,6 +12,7 @@ import {
 import { CallContext } from '@hcp/providers';
 import { JOB_WORKER_ACTOR, JobAttempt, JobExecutor, JobWork } from '../../jobs';
 import { DriverRegistry } from '../../ops';
+import type { AlongsideWrites } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { VmRepository } from '../../vms';
@@ -57,7 +58,7 @@ export class OrphanDestroyExecutor implements JobExecutor {
       };
       await driver.deleteVm(orphan.hcp_id, call);
       timer({ provider: providerType, operation: 'orphan_destroy', outcome: 'ok' });
-      return { kind: 'done', target: providerType, record: () => this.record(job, orphan, null) };
+      return { kind: 'done', target: providerType, record: (closing) => this.record(job, orphan, null, closing) };
     } catch (err) {
       timer({ provider: providerType, operation: 'orphan_destroy', outcome: toHcpError(err).code });
       return { kind: 'failed', target: providerType, error: err };
@@ -78,8 +79,14 @@ export class OrphanDestroyExecutor implements JobExecutor {
     );
   }
 
-  private async record(job: JobState, orphan: OrphanState | null, error: HcpErrorShape | null): Promise<void> {
-    const { events } = await this.orphans.update(
+  /** Records the destroy's end on the orphan, with `closing` (the job's end) in its commit; true when that committed too. */
+  private async record(
+    job: JobState,
+    orphan: OrphanState | null,
+    error: HcpErrorShape | null,
+    closing?: AlongsideWrites,
+  ): Promise<boolean> {
+    const { events, alongside } = await this.orphans.update(
       job.resource_id,
       (state) =>
         decideOrphan(
@@ -89,9 +96,12 @@ export class OrphanDestroyExecutor implements JobExecutor {
             : { type: 'record_destroyed', job_id: job.id },
         ),
       eventContext(JOB_WORKER_ACTOR, job.trace_id),
+      undefined,
+      closing && (() => closing),
     );
     if (events.length > 0 && orphan)
       this.metrics.orphanActions.inc({ action: error ? 'destroy_failed' : 'destroyed', provider: orphan.provider_id });
+    return alongside;
   }
 }
 

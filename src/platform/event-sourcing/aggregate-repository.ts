@@ -118,11 +118,8 @@ export class AggregateRepository<S, E extends DomainEvent> {
   async append(current: Loaded<S>, events: E[], context: EventContext, ids?: string[]): Promise<Loaded<S>> {
     if (events.length === 0) return current;
     try {
-      const result = await this.store.append(
-        this.streamOf(current.id),
-        events.map((e, i) => this.codec.encode(e, context, ids?.[i])),
-        current.revision,
-      );
+      const { streamId, events: encoded, expected } = this.appendOf(current, events, context, ids);
+      const result = await this.store.append(streamId, encoded, expected);
       const state = this.fold(
         current.state,
         events.map((event) => ({ event, at: context.occurred_at })),
@@ -134,6 +131,19 @@ export class AggregateRepository<S, E extends DomainEvent> {
         throw new HcpError('CONFLICT', 'the resource was changed concurrently; try again');
       throw err;
     }
+  }
+
+  /**
+   * The append of a decision taken on `current`, for a caller that commits it with other writes (an
+   * `alongside` of another aggregate's update): it expects the revision `current` was loaded at, so it
+   * is refused if the stream moved since.
+   */
+  appendOf(current: Loaded<S>, events: E[], context: EventContext, ids?: string[]): StreamAppend {
+    return {
+      streamId: this.streamOf(current.id),
+      events: events.map((e, i) => this.codec.encode(e, context, ids?.[i])),
+      expected: current.revision,
+    };
   }
 
   /**

@@ -246,6 +246,24 @@ describe('VmJobExecutor', () => {
       });
     });
 
+    it("commits the job's end it is handed with the outcome, and says so; a second record has nothing to commit it with", async () => {
+      const job = await givenVmRequested();
+      const closing = {
+        streamId: 'job-job-create',
+        events: [codec.encode(jobEvent('JobSucceeded', { attempt: 1 }), eventContext(JOB_WORKER_ACTOR, TRACE))],
+        expected: 'no_stream' as const,
+      };
+      const appendMany = jest.spyOn(store, 'appendMany');
+
+      const work = await done(await executor.perform(job, attempt));
+      expect(await work.record({ appends: [closing] })).toBe(true);
+      expect(await work.record({ appends: [{ ...closing, expected: 0n }] })).toBe(false);
+
+      expect(appendMany).toHaveBeenCalledTimes(1);
+      expect(appendMany.mock.calls[0]![0].map((a) => a.streamId)).toEqual([vmStreamId(VM), 'job-job-create']);
+      expect((await store.readStream('job-job-create')).map((r) => r.type)).toEqual(['JobSucceeded']);
+    });
+
     it('records a VM created powered off as stopped', async () => {
       driver = new RecordingProviderDriver({
         type: 'simulator',

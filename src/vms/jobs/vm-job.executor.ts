@@ -16,6 +16,7 @@ import {
 } from '@hcp/domain';
 import { CallContext, ProviderDriver, VmAddress } from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
+import type { AlongsideWrites } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { HCP_CONFIG } from '../../platform/tokens';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
@@ -73,7 +74,7 @@ export class VmJobExecutor implements JobExecutor {
         ...(await this.callDriver(driver, operation, vm, job, call)),
       };
       timer({ provider: providerType, operation, outcome: 'ok' });
-      return { kind: 'done', target: providerType, record: () => this.record(job, outcome) };
+      return { kind: 'done', target: providerType, record: (closing) => this.record(job, outcome, closing) };
     } catch (err) {
       timer({ provider: providerType, operation, outcome: toHcpError(err).code });
       return { kind: 'failed', target: providerType, error: err };
@@ -152,12 +153,16 @@ export class VmJobExecutor implements JobExecutor {
     }
   }
 
-  private async record(job: JobState, outcome: VmOutcome): Promise<void> {
-    await this.vms.update(
+  /** Records the outcome on the VM, with `closing` (the job's end) in its commit; true when that committed too. */
+  private async record(job: JobState, outcome: VmOutcome, closing?: AlongsideWrites): Promise<boolean> {
+    const recorded = await this.vms.update(
       job.resource_id,
       (state) => recordVmOutcome(state, outcome),
       eventContext(JOB_WORKER_ACTOR, job.trace_id),
+      undefined,
+      closing && (() => closing),
     );
+    return recorded.alongside;
   }
 
   private async callDriver(

@@ -176,7 +176,10 @@ describe('orphans', () => {
   async function runJob(jobId: string): Promise<void> {
     const job = (await jobs.load(jobId)).state as JobState;
     const work = await executor.perform(job, attempt());
-    if (work.kind === 'done') return work.record();
+    if (work.kind === 'done') {
+      await work.record();
+      return;
+    }
     if (work.kind === 'failed') return executor.recordFailure(job, asShape(work.error));
     throw new Error(`job ${jobId} had settled already`);
   }
