@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { DomainEvent, EventContext, HcpError } from '@hcp/domain';
 import {
   DomainEventCodec,
@@ -29,16 +30,20 @@ export class AggregateRepository<S, E extends DomainEvent> {
    * Recently folded aggregates with the revision they reflect. Only a shortcut: a load still reads
    * every event after that revision from the store, so a stale entry costs a longer read, never a
    * wrong decision. States are immutable (evolve returns new objects), so sharing them is safe.
+   * lru-cache, not a Map re-inserted on use: evicting a Map's first key walks the slots V8 keeps for
+   * every key deleted before it, ~7 us per remember once full (1.4 s per 200,000; lru-cache 0.2 s).
    */
-  private readonly folded = new Map<string, { state: S | null; revision: bigint }>();
+  private readonly folded: LRUCache<string, { state: S | null; revision: bigint }>;
 
   constructor(
     protected readonly store: EventStore,
     protected readonly codec: DomainEventCodec,
     protected readonly streamOf: (id: string) => string,
     private readonly evolve: (state: S | null, event: E, at: string) => S | null,
-    private readonly cacheSize = 10_000,
-  ) {}
+    cacheSize = 10_000,
+  ) {
+    this.folded = new LRUCache({ max: Math.max(1, cacheSize) });
+  }
 
   async load(id: string): Promise<Loaded<S>> {
     const cached = this.folded.get(id);
@@ -106,9 +111,7 @@ export class AggregateRepository<S, E extends DomainEvent> {
   }
 
   private remember(id: string, state: S | null, revision: bigint): void {
-    this.folded.delete(id); // re-insert: Map order is the eviction order (least recently used first)
     this.folded.set(id, { state, revision });
-    if (this.folded.size > this.cacheSize) this.folded.delete(this.folded.keys().next().value as string);
   }
 
   /**

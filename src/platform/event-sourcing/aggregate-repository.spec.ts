@@ -1,0 +1,62 @@
+import { createHcpUpcasters, evolveJob, JobEvent, JobQueued, JobState, jobEvent, jobStreamId } from '@hcp/domain';
+import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
+import { AggregateRepository } from './aggregate-repository';
+import { eventContext } from './event-context';
+
+describe('AggregateRepository', () => {
+  let store: InMemoryEventStore;
+  let codec: DomainEventCodec;
+
+  beforeEach(() => {
+    store = new InMemoryEventStore();
+    codec = new DomainEventCodec(createHcpUpcasters());
+  });
+
+  const repository = (cacheSize: number) =>
+    new AggregateRepository<JobState, JobEvent>(store, codec, jobStreamId, evolveJob, cacheSize);
+
+  async function givenJob(id: string): Promise<void> {
+    const queued = jobEvent<JobQueued>('JobQueued', {
+      job_id: id,
+      project_id: 'p-1',
+      type: 'vm.start',
+      resource_id: 'vm-1',
+      trace_id: 'trace-1',
+      actor: 'alice',
+      params: {},
+      deadline: '2026-03-01T13:00:00.000Z',
+    });
+    await store.append(jobStreamId(id), [codec.encode(queued, eventContext('alice', 'trace-1'), id)], 'no_stream');
+  }
+
+  it('reads only the events after the revision it folded last time', async () => {
+    const jobs = repository(10);
+    await givenJob('job-1');
+    await jobs.load('job-1');
+    const reads = jest.spyOn(store, 'readStream');
+
+    const again = await jobs.load('job-1');
+
+    expect(reads).toHaveBeenCalledWith(jobStreamId('job-1'), { fromRevision: 1n });
+    expect(again.state).toMatchObject({ id: 'job-1', status: 'queued' });
+  });
+
+  it('beyond its cache size reads the least recently used aggregate from its start again, to the same state', async () => {
+    const jobs = repository(2);
+    for (const id of ['job-1', 'job-2', 'job-3']) await givenJob(id);
+    const first = await jobs.load('job-1');
+    await jobs.load('job-2');
+    await jobs.load('job-1'); // job-2 is now the least recently used
+    await jobs.load('job-3');
+    const reads = jest.spyOn(store, 'readStream');
+
+    await jobs.load('job-1');
+    const reloaded = await jobs.load('job-2');
+
+    expect(reads.mock.calls).toEqual([
+      [jobStreamId('job-1'), { fromRevision: 1n }],
+      [jobStreamId('job-2'), {}],
+    ]);
+    expect(reloaded.state).toEqual({ ...first.state, id: 'job-2' });
+  });
+});
