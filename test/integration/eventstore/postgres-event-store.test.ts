@@ -222,6 +222,42 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
+  it('reads a commit once for the subscriptions it wakes at one position, each getting only its own streams', async () => {
+    const [a, b, c] = [uniquePrefix(), uniquePrefix(), uniquePrefix()];
+    // With polling this slow, only the commit's notification wakes them.
+    const store = fixture.anotherStore({ pollIntervalMs: 60_000 });
+    const head = await store.headPosition();
+    const collectors = [a, b, c].map((prefix) =>
+      new Collector().start(store, { fromPosition: head, streamPrefixes: [prefix] }),
+    );
+    const reads = jest.spyOn(fixture.pool, 'query');
+    try {
+      await sleep(300); // each has read once from the head and waits
+      reads.mockClear();
+      await store.appendMany([
+        { streamId: `${a}vm-1`, events: [newEvent()], expected: 'no_stream' },
+        { streamId: `${b}job-1`, events: [newEvent(), newEvent()], expected: 'no_stream' },
+      ]);
+      await collectors[0]!.waitForCount(1, 3_000);
+      await collectors[1]!.waitForCount(2, 3_000);
+      await sleep(100);
+
+      const pageReads = reads.mock.calls.filter(
+        ([text]) => typeof text === 'string' && text.includes('head.max_position'),
+      );
+      expect(pageReads).toHaveLength(1);
+      expect(collectors.map((collector) => collector.events.map((e) => e.streamId))).toEqual([
+        [`${a}vm-1`],
+        [`${b}job-1`, `${b}job-1`],
+        [],
+      ]);
+      expect(collectors.flatMap((collector) => collector.errors)).toEqual([]);
+    } finally {
+      reads.mockRestore();
+      await Promise.all(collectors.map((collector) => collector.stop()));
+    }
+  });
+
   it('shares one LISTEN connection between subscriptions and gives it back when the last one stops', async () => {
     const listening = async (): Promise<number> => {
       const { rows } = await fixture.pool.query<{ n: string }>(

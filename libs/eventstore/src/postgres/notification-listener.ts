@@ -18,11 +18,17 @@ export class NotificationListener {
   private connecting: Promise<void> | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private reconnectDelayMs = FIRST_RECONNECT_DELAY_MS;
+  private wakeAllCount = 0;
 
   constructor(
     private readonly pool: Pool,
     private readonly channel: string,
   ) {}
+
+  /** How many wake-ups went out so far: a read asked for after a change of it may see newer commits. */
+  get wakeups(): number {
+    return this.wakeAllCount;
+  }
 
   /**
    * Registers a wake-up callback and starts listening if nobody was. Callers need not wait for the
@@ -121,6 +127,7 @@ export class NotificationListener {
 
   /** Wakes every callback with the stream categories committed to (null: anything may have changed). */
   private wakeAll(categories: string[] | null = null): void {
+    this.wakeAllCount++;
     for (const wake of this.wakers) wake(categories);
   }
 }

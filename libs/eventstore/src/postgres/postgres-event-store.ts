@@ -23,6 +23,7 @@ import { sqlLiteral } from './sql-literal';
 import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
 import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
+import { CoalescedPageReads } from './coalesced-page-reads';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
 
 export {
@@ -116,6 +117,7 @@ export class PostgresEventStore implements EventStore {
   private readonly listener: NotificationListener;
   private readonly notifier: CommitNotifier;
   private readonly subscriptions = new Set<PostgresSubscription>();
+  private readonly pageReads = new CoalescedPageReads<PageRow>((after, prefixes) => this.readPageRows(after, prefixes));
 
   constructor(options: PostgresEventStoreOptions) {
     this.pool = options.pool;
@@ -347,6 +349,27 @@ export class PostgresEventStore implements EventStore {
   }
 
   private async readSubscriptionPage(after: bigint, prefixes: string[] | null): Promise<SubscriptionPage> {
+    // Read with the subscriptions woken alongside this one (CoalescedPageReads): rows matching their
+    // prefixes but not this one's are filtered out here, as the statement does for rows matching none.
+    const rows = await this.pageReads.read(after, this.listener.wakeups, prefixes);
+    const ours = (row: PageRow): boolean =>
+      row.matches === true && (prefixes === null || prefixes.some((prefix) => row.stream_id.startsWith(prefix)));
+    const scanned = rows.filter((row): row is PageRow & { position: string } => row.position !== null);
+    const last = scanned.at(-1);
+    const scannedTo = last ? BigInt(last.position) : undefined;
+    const head = rows[0]?.head == null ? START_POSITION : BigInt(rows[0].head);
+    const full = scanned.length === PAGE_SIZE;
+    return {
+      events: scanned
+        .filter(ours)
+        .map((row) => toRecordedEvent({ ...row, data: row.data ?? {}, metadata: row.metadata ?? {} })),
+      scannedTo,
+      full,
+      blocked: !full && head > (scannedTo ?? after),
+    };
+  }
+
+  private async readPageRows(after: bigint, prefixes: string[] | null): Promise<PageRow[]> {
     const { table } = this.names;
     // One statement, one snapshot: the head and the page agree, so "head beyond the page" really means
     // committed rows that are not safe to read yet. Filtered-out rows come back without their payload so
@@ -370,19 +393,7 @@ export class PostgresEventStore implements EventStore {
        ORDER BY s.position`,
       [after.toString(), PAGE_SIZE, prefixes],
     );
-    const scanned = rows.filter((row): row is PageRow & { position: string } => row.position !== null);
-    const last = scanned.at(-1);
-    const scannedTo = last ? BigInt(last.position) : undefined;
-    const head = rows[0]?.head == null ? START_POSITION : BigInt(rows[0].head);
-    const full = scanned.length === PAGE_SIZE;
-    return {
-      events: scanned
-        .filter((row) => row.matches)
-        .map((row) => toRecordedEvent({ ...row, data: row.data ?? {}, metadata: row.metadata ?? {} })),
-      scannedTo,
-      full,
-      blocked: !full && head > (scannedTo ?? after),
-    };
+    return rows;
   }
 }
 
