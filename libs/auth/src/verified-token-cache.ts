@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { Principal } from './principal';
 
 export interface VerifiedTokenCacheOptions {
@@ -22,20 +23,22 @@ interface Entry {
  * Only successes are stored (see TokenVerifier), and an entry never outlives its token's `exp`.
  */
 export class VerifiedTokenCache {
-  private readonly entries = new Map<string, Entry>();
+  /** Least recently used first out (lru-cache: a Map evicting its first key walks every slot deleted before it). */
+  private readonly entries: LRUCache<string, Entry>;
   private readonly now: () => number;
 
   constructor(private readonly options: VerifiedTokenCacheOptions) {
     this.now = options.now ?? Date.now;
+    this.entries = new LRUCache({ max: Math.max(1, options.maxEntries) });
   }
 
   get(token: string): Principal | undefined {
     const entry = this.entries.get(token);
     if (!entry) return undefined;
-    this.entries.delete(token);
-    if (this.now() >= entry.validUntil) return undefined;
-    // Re-inserted so the Map's insertion order is the recency order the eviction below relies on.
-    this.entries.set(token, entry);
+    if (this.now() >= entry.validUntil) {
+      this.entries.delete(token);
+      return undefined;
+    }
     return entry.principal;
   }
 
@@ -45,12 +48,7 @@ export class VerifiedTokenCache {
     // No clock-skew leeway here: past `exp` the token goes back to the verifier, which applies it.
     const validUntil = Math.min(expSeconds * 1000, now + this.options.maxAgeMs);
     if (!(validUntil > now) || this.options.maxEntries <= 0) return;
-    this.entries.delete(token);
     this.entries.set(token, { principal: freeze(principal), validUntil });
-    while (this.entries.size > this.options.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
-    }
   }
 
   get size(): number {

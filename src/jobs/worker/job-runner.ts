@@ -150,10 +150,10 @@ export class JobRunner {
       return { kind: 'finished' };
     }
     // The job's end commits with the outcome where the executor can: one commit instead of two.
+    const context = eventContext(JOB_WORKER_ACTOR, traceId);
     const succeeded = decideJob(job.state, { type: 'succeed' });
-    const closing = { appends: [this.jobs.appendOf(job, succeeded, eventContext(JOB_WORKER_ACTOR, traceId))] };
-    if (!(await work.record(succeeded.length > 0 ? closing : undefined)))
-      await this.step(job, { type: 'succeed' }, traceId);
+    const closing = succeeded.length > 0 ? { appends: [this.jobs.appendOf(job, succeeded, context)] } : undefined;
+    if (!(await work.record(closing))) await this.jobs.append(job, succeeded, context);
     this.countFinished(running, work.target, 'succeeded');
     return { kind: 'finished' };
   }
