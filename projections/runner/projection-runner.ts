@@ -2,13 +2,8 @@ import { Logger } from '@nestjs/common';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { EventSchemaViolation } from '@hcp/domain';
 import { DomainEventCodec, EventStore, RecordedEvent, START_POSITION, Subscription } from '@hcp/eventstore';
-import {
-  CheckpointMovedError,
-  DeadLetterRecorded,
-  errorText,
-  insertDeadLetter,
-  isTransientFailure,
-} from './dead-letters';
+import { inCheckpointedTransaction } from './checkpointed-transaction';
+import { DeadLetterRecorded, errorText, insertDeadLetter, isTransientFailure } from './dead-letters';
 import { Projection } from './projection';
 
 export interface ProjectionRunnerOptions {
@@ -320,10 +315,9 @@ export class ProjectionRunner {
   private async applyInOneTransaction(batch: RecordedEvent[]): Promise<void> {
     const previous = this.position;
     const last = batch[batch.length - 1].position;
-    await this.db.transaction(async (tx) => {
-      await this.projection.apply(this.decode(batch), tx);
-      await this.writeCheckpoint(tx, previous, last);
-    });
+    await inCheckpointedTransaction(this.db, { projection: this.projection.name, previous, next: last }, (tx) =>
+      this.projection.apply(this.decode(batch), tx),
+    );
     this.position = last;
     this.lastApplied = batch[batch.length - 1];
     this.consecutiveFailures = 0;
@@ -410,11 +404,11 @@ export class ProjectionRunner {
   private async deadLetter(event: RecordedEvent, failure: unknown, attempts: number): Promise<void> {
     const previous = this.position;
     const error = errorText(failure);
-    const id = await this.db.transaction(async (tx) => {
-      const letterId = await insertDeadLetter(tx, this.projection.name, event, error, attempts);
-      await this.writeCheckpoint(tx, previous, event.position);
-      return letterId;
-    });
+    const id = await inCheckpointedTransaction(
+      this.db,
+      { projection: this.projection.name, previous, next: event.position },
+      (tx) => insertDeadLetter(tx, this.projection.name, event, error, attempts),
+    );
     this.position = event.position;
     this.logger.error(
       `dead-lettered event ${event.id} (${event.type} at ${event.position}) after ${attempts} tries: ${error}`,
@@ -438,21 +432,6 @@ export class ProjectionRunner {
   private async readCheckpoint(em: EntityManager): Promise<bigint> {
     const rows = await em.query(`SELECT position FROM projection_checkpoints WHERE name = $1`, [this.projection.name]);
     return rows.length ? BigInt(rows[0].position) : START_POSITION;
-  }
-
-  /**
-   * Compare-and-set: if another instance moved the checkpoint (it held the lock while ours was lost),
-   * this transaction fails and the runner restarts instead of applying events twice.
-   */
-  private async writeCheckpoint(tx: EntityManager, previous: bigint, next: bigint): Promise<void> {
-    const rows: unknown[] = await tx.query(
-      `INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, $2, now())
-       ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()
-       WHERE projection_checkpoints.position = $3
-       RETURNING name`,
-      [this.projection.name, next.toString(), previous.toString()],
-    );
-    if (rows.length !== 1) throw new CheckpointMovedError(this.projection.name);
   }
 
   private sleep(ms: number): Promise<void> {
