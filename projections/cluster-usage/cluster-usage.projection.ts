@@ -12,6 +12,11 @@ export class ClusterUsageProjection implements RebuildableProjection {
   readonly name = 'cluster-usage';
   readonly tables = ['cluster_usage', 'cluster_allocations'];
   readonly streamPrefixes = [VM_STREAM_PREFIX];
+  readonly eventTypes: ReadonlySet<string> = new Set([
+    'VmCreateRequested',
+    'VmDeleted',
+    'VmOperationFailed',
+  ] satisfies Array<VmEvent['type']>);
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
     const allocated: Array<{ vm_id: string; cluster_id: string; vcpus: number; ram_mb: number; disk_gb: number }> = [];

@@ -25,10 +25,16 @@ export interface ProjectionRunnerOptions {
   onFailure?: (err: unknown) => void;
   /** Told of every event skipped because this release does not know its type (metrics). */
   onUnknownEvent?: (type: string) => void;
+  /**
+   * Longest wait before the checkpoint moves past events the projection ignores (`Projection.eventTypes`)
+   * when no batch it acts on comes to carry it. Default 250 ms.
+   */
+  idleCheckpointMs?: number;
 }
 
 export const DEFAULT_MAX_RETRY_MS = 30_000;
 export const DEFAULT_MAX_TRANSIENT_RETRY_MS = 2_000;
+export const DEFAULT_IDLE_CHECKPOINT_MS = 250;
 
 /** The wait before restart number `failures` (1-based): doubling from `baseMs`, capped, with up to half taken off at random. */
 export function restartBackoffMs(failures: number, baseMs: number, maxMs: number, random = Math.random): number {
@@ -111,6 +117,9 @@ export class ProjectionRunner {
   private failRun: ((err: unknown) => void) | null = null;
   private loop: Promise<void> | null = null;
   private sleeping: { timer: NodeJS.Timeout; resolve: () => void } | null = null;
+  /** Position of the last event read that the projection ignores, while the checkpoint is still before it. */
+  private skippedTo: bigint | null = null;
+  private skippedTimer: NodeJS.Timeout | null = null;
   /** The last event this runner applied without error: the control of rule 4 (kept across restarts). */
   private lastApplied: RecordedEvent | null = null;
   private consecutiveFailures = 0;
@@ -256,6 +265,7 @@ export class ProjectionRunner {
   private async runActive(): Promise<void> {
     this.pending = [];
     this.flushChain = Promise.resolve();
+    this.skippedTo = null;
     this.position = await this.unlessStopped(this.readCheckpoint(this.db.manager));
     await new Promise<void>((_resolve, reject) => {
       this.failRun = reject;
@@ -275,6 +285,8 @@ export class ProjectionRunner {
       });
     }).finally(() => {
       this.failRun = null;
+      if (this.skippedTimer) clearTimeout(this.skippedTimer);
+      this.skippedTimer = null;
     });
   }
 
@@ -300,27 +312,70 @@ export class ProjectionRunner {
 
   private async applyBatch(batch: RecordedEvent[]): Promise<void> {
     if (batch.length === 0) return;
+    const upTo = batch[batch.length - 1].position;
+    const types = this.projection.eventTypes;
+    const events = types ? batch.filter((e) => types.has(e.type)) : batch;
+    if (events.length === 0) {
+      this.skip(upTo);
+      return;
+    }
     try {
-      await this.applyInOneTransaction(batch);
+      await this.applyInOneTransaction(events, upTo);
     } catch (err) {
       if (this.stopped) throw err;
       this.recordFailure(err);
       if (isTransientFailure(err)) throw err;
       // Rule 2: the batch event by event; an event before the bad one is applied (and checkpointed) alone.
-      for (const event of batch) await this.applyAlone(event, batch.length === 1 ? err : null);
+      for (const event of events) await this.applyAlone(event, events.length === 1 ? err : null);
+      if (upTo > this.position) this.skip(upTo);
     }
   }
 
-  /** Events and checkpoint in one transaction (the position moves only if the rows are written). */
-  private async applyInOneTransaction(batch: RecordedEvent[]): Promise<void> {
-    const previous = this.position;
-    const last = batch[batch.length - 1].position;
-    await inCheckpointedTransaction(this.db, { projection: this.projection.name, previous, next: last }, (tx) =>
-      this.projection.apply(this.decode(batch), tx),
+  /** Events and checkpoint (moved to `upTo`) in one transaction: the position moves only if the rows are written. */
+  private async applyInOneTransaction(events: RecordedEvent[], upTo: bigint): Promise<void> {
+    await inCheckpointedTransaction(
+      this.db,
+      { projection: this.projection.name, previous: this.position, next: upTo },
+      (tx) => this.projection.apply(this.decode(events), tx),
     );
-    this.position = last;
-    this.lastApplied = batch[batch.length - 1];
+    this.moved(upTo);
+    this.lastApplied = events[events.length - 1];
     this.consecutiveFailures = 0;
+  }
+
+  /**
+   * A batch with no event the projection acts on opens no transaction: a dozen projections woke on every
+   * commit, and a quarter of their transactions only moved a checkpoint. The checkpoint moves past such
+   * events with the next batch it acts on, or `idleCheckpointMs` later (through the flush chain, so never
+   * beside a batch's transaction), so it still reaches the end of its streams. A restart before that reads
+   * them again, and skips them again.
+   */
+  private skip(upTo: bigint): void {
+    this.skippedTo = upTo;
+    if (this.skippedTimer) return;
+    this.skippedTimer = setTimeout(() => {
+      this.skippedTimer = null;
+      this.flushChain = this.flushChain.then(() => this.checkpointSkipped());
+      this.flushChain.catch((err) => this.failRun?.(err));
+    }, this.options.idleCheckpointMs ?? DEFAULT_IDLE_CHECKPOINT_MS);
+    this.skippedTimer.unref();
+  }
+
+  private async checkpointSkipped(): Promise<void> {
+    const upTo = this.skippedTo;
+    if (upTo === null || upTo <= this.position) return;
+    await inCheckpointedTransaction(
+      this.db,
+      { projection: this.projection.name, previous: this.position, next: upTo },
+      async () => undefined,
+    );
+    this.moved(upTo);
+  }
+
+  /** The stored checkpoint is at `position` now. */
+  private moved(position: bigint): void {
+    this.position = position;
+    if (this.skippedTo !== null && this.skippedTo <= position) this.skippedTo = null;
   }
 
   /**
@@ -351,7 +406,7 @@ export class ProjectionRunner {
     while (attempts < tries && !isSchemaViolation(failure)) {
       if (attempts > 0) await this.pause();
       try {
-        await this.applyInOneTransaction([event]);
+        await this.applyInOneTransaction([event], event.position);
         return;
       } catch (err) {
         if (this.stopped) throw err;
@@ -409,7 +464,7 @@ export class ProjectionRunner {
       { projection: this.projection.name, previous, next: event.position },
       (tx) => insertDeadLetter(tx, this.projection.name, event, error, attempts),
     );
-    this.position = event.position;
+    this.moved(event.position);
     this.logger.error(
       `dead-lettered event ${event.id} (${event.type} at ${event.position}) after ${attempts} tries: ${error}`,
     );

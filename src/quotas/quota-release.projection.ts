@@ -30,6 +30,12 @@ interface Release {
 export class QuotaReleaseProjection implements Projection {
   readonly name = QUOTA_RELEASE;
   readonly streamPrefixes = [VM_STREAM_PREFIX, QUOTA_STREAM_PREFIX];
+  readonly eventTypes: ReadonlySet<string> = new Set([
+    'VmCreateRequested',
+    'VmDeleted',
+    'VmOperationFailed',
+    'QuotaReserved',
+  ] satisfies Array<VmEvent['type'] | QuotaEvent['type']>);
   private readonly logger = new Logger(`projection:${QUOTA_RELEASE}`);
 
   constructor(private readonly quotas: QuotaService) {}

@@ -12,6 +12,7 @@ import { orphanDestroyJob } from './orphan-destroy-job';
 export class OrphanJobDispatcherProjection implements Projection {
   readonly name = 'orphan-job-dispatcher';
   readonly streamPrefixes = [ORPHAN_STREAM_PREFIX];
+  readonly eventTypes: ReadonlySet<string> = new Set(['OrphanDestroyRequested']);
 
   constructor(
     private readonly jobs: JobRepository,

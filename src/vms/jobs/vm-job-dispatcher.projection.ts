@@ -1,5 +1,5 @@
 import { EntityManager } from 'typeorm';
-import { isVmRequestEvent, jobQueuedFor, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
+import { isVmRequestEvent, jobQueuedFor, VM_REQUEST_EVENTS, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { Projection } from '@hcp/projections';
 import { dispatchContextOf, JobQueue, JobRepository, queueMissingJobs } from '../../jobs';
@@ -19,6 +19,7 @@ import { dispatchContextOf, JobQueue, JobRepository, queueMissingJobs } from '..
 export class VmJobDispatcherProjection implements Projection {
   readonly name = 'job-dispatcher';
   readonly streamPrefixes = [VM_STREAM_PREFIX];
+  readonly eventTypes: ReadonlySet<string> = new Set(VM_REQUEST_EVENTS);
 
   constructor(
     private readonly jobs: JobRepository,
