@@ -9,12 +9,22 @@ export interface CheckpointMove {
   next: bigint;
 }
 
+/** What hcp_move_checkpoint raises when the checkpoint is not at `previous` (migration 1767744000050). */
+const CHECKPOINT_MOVED = 'HC409';
+
 /**
  * Runs `work` in one transaction with the move of a projection's checkpoint, so rows and position never
- * disagree. The transaction opens with the move, in the same round trip as its START (one simple-protocol
- * message, the values as literals): a live projection makes a transaction per wake-up,
- * and START, the move and COMMIT as three round trips were half of the statements of the process running
- * the projections (bench/README.md, issue #21).
+ * disagree. The move travels with the COMMIT, in one simple-protocol message (`SELECT
+ * hcp_move_checkpoint(...); COMMIT`, values as literals): a live projection makes a transaction per
+ * wake-up, and START, the move and COMMIT as three round trips of their own were half of the statements
+ * of the process running the projections (bench/README.md, issue #21). The move is a compare-and-set: if
+ * another instance moved the checkpoint (it held the lock while ours was lost), the function raises,
+ * the message ends before its COMMIT, nothing of `work` is kept, and CheckpointMovedError tells the
+ * runner to restart, so no event is applied twice.
+ *
+ * The move comes last on purpose: a transaction holds back every event-store reader from the moment it
+ * writes (the reader stops below the oldest transaction in progress), so writing the checkpoint first
+ * kept readers waiting through the whole of `work`.
  *
  * Its COMMIT does not wait for the WAL flush (synchronous_commit off for this transaction only): every
  * row it writes is derived from events that are durable already, and the checkpoint is in the same
@@ -22,11 +32,6 @@ export interface CheckpointMove {
  * projection applies those events again. A flush per projection transaction (~1 ms each on this
  * machine's disk, a dozen per job) was on the path of every read-after-write. Its external effects
  * (a publication, a job queue row) are idempotent already, as for any batch replayed after a crash.
- *
- * The move is a compare-and-set: if another instance moved the checkpoint (it held the lock while ours was
- * lost), CheckpointMovedError ends the transaction before `work` runs, so no event is applied twice. Moving
- * it first also holds the checkpoint's row lock for the whole transaction, which changes nothing: only the
- * projection's active instance writes that row.
  */
 export async function inCheckpointedTransaction<T>(
   db: DataSource,
@@ -37,13 +42,13 @@ export async function inCheckpointedTransaction<T>(
   try {
     const client = (await runner.connect()) as PoolClient;
     // Before the message goes out: whatever it leaves behind (an aborted transaction) is rolled back below.
-    adoptTransaction(runner);
-    const [, , moved] = (await client.query(
-      `START TRANSACTION; SET LOCAL synchronous_commit TO off; ${moveSql(move)}`,
-    )) as unknown as [unknown, unknown, { rowCount: number | null }];
-    if (moved.rowCount !== 1) throw new CheckpointMovedError(move.projection);
+    adoptTransaction(runner, true);
+    await client.query('START TRANSACTION; SET LOCAL synchronous_commit TO off');
     const result = await work(runner.manager);
-    await runner.commitTransaction();
+    await client.query(`${moveSql(move)}; COMMIT`).catch((err: unknown) => {
+      throw (err as { code?: string }).code === CHECKPOINT_MOVED ? new CheckpointMovedError(move.projection) : err;
+    });
+    adoptTransaction(runner, false);
     return result;
   } catch (err) {
     if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
@@ -54,20 +59,18 @@ export async function inCheckpointedTransaction<T>(
 }
 
 function moveSql({ projection, previous, next }: CheckpointMove): string {
-  return `INSERT INTO projection_checkpoints (name, position, updated_at) VALUES (${escapeLiteral(projection)}, ${next}, now())
-    ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()
-    WHERE projection_checkpoints.position = ${previous}
-    RETURNING name`;
+  return `SELECT hcp_move_checkpoint(${escapeLiteral(projection)}, ${previous}, ${next})`;
 }
 
 /**
- * Tells TypeORM that its connection is in a transaction it did not open itself, as its own startTransaction
- * records it (it would send START TRANSACTION alone): a repository call inside `work` then joins this
- * transaction instead of opening one of its own, and commitTransaction / rollbackTransaction end it. The
- * integration suite (checkpointed-transaction.test.ts) fails if a TypeORM release changes these fields.
+ * Tells TypeORM that its connection is in a transaction it did not open (or end) itself, as its own
+ * startTransaction and commitTransaction record it (they would send START TRANSACTION and COMMIT alone):
+ * a repository call inside `work` then joins this transaction instead of opening one of its own, and
+ * rollbackTransaction ends it. The integration suite (checkpointed-transaction.test.ts) fails if a TypeORM
+ * release changes these fields.
  */
-function adoptTransaction(runner: QueryRunner): void {
+function adoptTransaction(runner: QueryRunner, open: boolean): void {
   const state = runner as unknown as { isTransactionActive: boolean; transactionDepth: number };
-  state.isTransactionActive = true;
-  state.transactionDepth = 1;
+  state.isTransactionActive = open;
+  state.transactionDepth = open ? 1 : 0;
 }

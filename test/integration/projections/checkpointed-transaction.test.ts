@@ -57,18 +57,20 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
     expect(await position(written)).toBe('1');
   });
 
-  it('refuses a move from where the checkpoint is not, before the work runs', async () => {
+  it('refuses a move from where the checkpoint is not, and keeps nothing of the work', async () => {
     const name = `p-${randomUUID()}`;
     await at(name, 10);
-    let ran = false;
+    const written = marker();
 
     await expect(
-      inCheckpointedTransaction(database.ds, { projection: name, previous: 5n, next: 12n }, async () => {
-        ran = true;
+      inCheckpointedTransaction(database.ds, { projection: name, previous: 5n, next: 12n }, async (tx) => {
+        await tx.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, 1, now())`, [
+          written,
+        ]);
       }),
     ).rejects.toBeInstanceOf(CheckpointMovedError);
-    expect(ran).toBe(false);
     expect(await position(name)).toBe('10');
+    expect(await position(written)).toBeNull();
     expect(await openTransactions()).toBe(0);
   });
 
@@ -120,6 +122,17 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
       [1, 2].map(async () => (await database.ds.query(`SELECT current_setting('synchronous_commit') AS s`))[0].s),
     );
     expect(after).toEqual(['on', 'on']);
+  });
+
+  it('takes no transaction id before the work writes, so it holds back no event-store reader until then', async () => {
+    const name = `p-${randomUUID()}`;
+    const before = await inCheckpointedTransaction(
+      database.ds,
+      { projection: name, previous: -1n, next: 1n },
+      async (tx) => (await tx.query(`SELECT pg_current_xact_id_if_assigned()::text AS x`))[0].x,
+    );
+    expect(before).toBeNull();
+    expect(await position(name)).toBe('1');
   });
 
   it('quotes the projection name in the move', async () => {

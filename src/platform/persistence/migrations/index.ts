@@ -9,6 +9,7 @@ import { ReconcileLeases1767744000010 } from './1767744000010-reconcile-leases';
 import { ConsoleSessionHolds1767744000031 } from './1767744000031-console-session-holds';
 import { Hosts1767744000040 } from './1767744000040-hosts';
 import { HostCalls1767744000041 } from './1767744000041-host-calls';
+import { ProjectionCheckpointMove1767744000050 } from './1767744000050-projection-checkpoint-move';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   ConsoleSessionHolds1767744000031,
   Hosts1767744000040,
   HostCalls1767744000041,
+  ProjectionCheckpointMove1767744000050,
 ];
