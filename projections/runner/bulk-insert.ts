@@ -40,3 +40,35 @@ export class BulkInsert {
     await tx.query(this.sql, [JSON.stringify(rows)]);
   }
 }
+
+/** The field of a row given to GuardedBulkUpdate that holds the guard column's expected value. */
+export const EXPECTED = 'hcp_expected';
+
+/**
+ * Overwrites many rows in one statement, each only where its `guard` column still holds the value the
+ * writer expects (the row's `hcp_expected` field): optimistic concurrency for a writer that remembers the
+ * rows it wrote. Answers the keys of the rows it wrote; a row another writer changed is left as it is.
+ */
+export class GuardedBulkUpdate {
+  private readonly sql: string;
+
+  constructor(table: Omit<BulkTable, 'onConflict'>, guard: string) {
+    const typed = Object.entries(table.columns).map(([name, type]) => `${quote(name)} ${type}`);
+    const sets = Object.keys(table.columns)
+      .filter((c) => !table.key.includes(c))
+      .map((c) => `${quote(c)} = r.${quote(c)}`);
+    const match = table.key.map((c) => `t.${quote(c)} = r.${quote(c)}`);
+    // Wrapped in a SELECT: TypeORM answers a bare UPDATE ... RETURNING as [rows, count].
+    this.sql =
+      `WITH written AS (UPDATE ${quote(table.name)} AS t SET ${sets.join(', ')} ` +
+      `FROM jsonb_to_recordset($1::jsonb) AS r(${typed.join(', ')}, ${quote(EXPECTED)} ${table.columns[guard]}) ` +
+      `WHERE ${match.join(' AND ')} AND t.${quote(guard)} = r.${quote(EXPECTED)} ` +
+      `RETURNING ${table.key.map((c) => `t.${quote(c)}`).join(', ')}) SELECT * FROM written`;
+  }
+
+  /** Rows as for BulkInsert, each with its expected guard value in `hcp_expected`; answers the rows written, by key. */
+  async run(tx: EntityManager, rows: ReadonlyArray<object>): Promise<Array<Record<string, unknown>>> {
+    if (rows.length === 0) return [];
+    return tx.query(this.sql, [JSON.stringify(rows)]);
+  }
+}

@@ -1,7 +1,8 @@
 import { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import { DomainEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { BulkInsert } from './bulk-insert';
+import { LRUCache } from 'lru-cache';
+import { BulkInsert, EXPECTED, GuardedBulkUpdate } from './bulk-insert';
 import { RebuildableProjection } from './projection-rebuild';
 
 /** A read-model row that carries the folded aggregate state and the position it reflects. */
@@ -9,6 +10,17 @@ export interface FoldedRow<S> extends ObjectLiteral {
   id: string;
   state: S;
   position: string;
+}
+
+/** One aggregate's row as a batch leaves it. */
+interface Folded<S> {
+  id: string;
+  state: S;
+  position: bigint;
+  /** The position of the row the batch started from; -1 when there was none. */
+  previous: bigint;
+  /** The row by column name, as the bulk statements take it. */
+  columns: Record<string, unknown>;
 }
 
 /**
@@ -20,7 +32,24 @@ export interface FoldedRow<S> extends ObjectLiteral {
 export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow<S>> implements RebuildableProjection {
   readonly streamPrefixes: string[];
   readonly tables: string[];
-  private sql: { select: string; upsert: BulkInsert; columns: Array<[property: string, column: string]> } | undefined;
+  private sql:
+    | {
+        select: string;
+        upsert: BulkInsert;
+        guardedUpdate: GuardedBulkUpdate;
+        /** The key column as the guarded update answers it. */
+        key: string;
+        columns: Array<[property: string, column: string]>;
+      }
+    | undefined;
+  /**
+   * The rows this projection wrote last, by id. A batch whose rows are all here skips reading them back:
+   * it overwrites them guarded by the position it remembers (one statement instead of a read and a write;
+   * in a live process most batches are the next event of aggregates it has just written). A row anyone
+   * else wrote since (a dead letter retried by another process, a rebuild, a transaction of ours that
+   * rolled back after writing) fails the guard and is read and folded again.
+   */
+  private readonly written: LRUCache<string, { state: S; position: bigint }>;
 
   constructor(
     readonly name: string,
@@ -37,35 +66,74 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
       state,
       events,
     ) => events.reduce<S | null>((s, { event, at }) => evolve(s, event, at), state),
+    /** Rows remembered (`written`): the live working set, not the table. */
+    writtenCacheSize = 1_000,
   ) {
     this.streamPrefixes = [streamPrefix];
     this.tables = [table];
+    this.written = new LRUCache({ max: writtenCacheSize });
   }
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
     const ids = [...new Set(events.map((e) => this.idOf(e.streamId)))];
     const sql = this.sqlFor(tx);
-    const existing: Array<{ id: string; state: S; position: string }> = await tx.query(sql.select, [ids]);
-    const folded = new Map<string, { state: S | null; position: bigint }>(
-      existing.map((r) => [r.id, { state: r.state, position: BigInt(r.position) }]),
+    let todo = events;
+    let unread = ids;
+    const remembered = ids.map((id) => this.written.get(id));
+    if (remembered.every((r) => r !== undefined)) {
+      const folded = this.fold(events, new Map(ids.map((id, i) => [id, remembered[i]!])));
+      const written = await sql.guardedUpdate.run(
+        tx,
+        folded.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),
+      );
+      const wrote = new Set(written.map((row) => String(row[sql.key])));
+      for (const f of folded) if (wrote.has(f.id)) this.written.set(f.id, { state: f.state, position: f.position });
+      // Rows someone else wrote since (or that our rolled-back transaction never did): read and folded again.
+      unread = folded.filter((f) => !wrote.has(f.id)).map((f) => f.id);
+      for (const id of unread) this.written.delete(id);
+      if (unread.length === 0) return;
+      const stale = new Set(unread);
+      todo = events.filter((e) => stale.has(this.idOf(e.streamId)));
+    }
+    const existing: Array<{ id: string; state: S; position: string }> = await tx.query(sql.select, [unread]);
+    const folded = this.fold(
+      todo,
+      new Map(existing.map((r) => [r.id, { state: r.state, position: BigInt(r.position) }])),
     );
+    await sql.upsert.run(
+      tx,
+      folded.map((f) => f.columns),
+    );
+    for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
+  }
+
+  /** The rows `events` make of the rows they start from (`from`, by id; absent: no row yet). */
+  private fold(events: DecodedEvent[], from: Map<string, { state: S | null; position: bigint }>): Folded<S>[] {
     const pending = new Map<string, { events: Array<{ event: E; at: string }>; position: bigint }>();
     for (const e of events) {
       const id = this.idOf(e.streamId);
-      const row = pending.get(id) ?? { events: [], position: folded.get(id)?.position ?? -1n };
+      const row = pending.get(id) ?? { events: [], position: from.get(id)?.position ?? -1n };
       if (e.position <= row.position) continue; // applied before (a rebuild that restarted)
       row.events.push({ event: e.event as E, at: e.at });
       row.position = e.position;
       pending.set(id, row);
     }
-    const rows: Array<Record<string, unknown>> = [];
+    const columns = this.sql!.columns;
+    const rows: Folded<S>[] = [];
     for (const [id, { events: rowEvents, position }] of pending) {
-      const state = this.evolveAll(folded.get(id)?.state ?? null, rowEvents);
+      const start = from.get(id);
+      const state = this.evolveAll(start?.state ?? null, rowEvents);
       if (!state) continue;
       const row = this.toRow(state, position);
-      rows.push(Object.fromEntries(sql.columns.map(([property, column]) => [column, row[property]])));
+      rows.push({
+        id,
+        state,
+        position,
+        previous: start?.position ?? -1n,
+        columns: Object.fromEntries(columns.map(([property, column]) => [column, row[property]])),
+      });
     }
-    await sql.upsert.run(tx, rows);
+    return rows;
   }
 
   /** The statements, built once from the entity's columns as TypeORM maps them (property `id` may be another column). */
@@ -73,16 +141,18 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     if (!this.sql) {
       const metadata = tx.connection.getMetadata(this.entity);
       const column = (property: string) => `"${metadata.findColumnWithPropertyName(property)!.databaseName}"`;
+      const table = {
+        name: this.table,
+        columns: Object.fromEntries(
+          metadata.columns.map((c) => [c.databaseName, tx.connection.driver.normalizeType(c)]),
+        ),
+        key: metadata.primaryColumns.map((c) => c.databaseName),
+      };
       this.sql = {
         select: `SELECT ${column('id')} AS id, ${column('state')} AS state, ${column('position')} AS position FROM "${this.table}" WHERE ${column('id')} = ANY($1)`,
-        upsert: new BulkInsert({
-          name: this.table,
-          columns: Object.fromEntries(
-            metadata.columns.map((c) => [c.databaseName, tx.connection.driver.normalizeType(c)]),
-          ),
-          key: metadata.primaryColumns.map((c) => c.databaseName),
-          onConflict: 'update',
-        }),
+        upsert: new BulkInsert({ ...table, onConflict: 'update' }),
+        guardedUpdate: new GuardedBulkUpdate(table, metadata.findColumnWithPropertyName('position')!.databaseName),
+        key: metadata.findColumnWithPropertyName('id')!.databaseName,
         columns: metadata.columns.map((c) => [c.propertyName, c.databaseName]),
       };
     }

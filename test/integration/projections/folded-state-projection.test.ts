@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { decideVm, evolveVm, VmCreateRequestedData, VmEvent, VmState } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
@@ -113,5 +113,100 @@ describe('folded-state projection (VM read model)', () => {
     await apply([create, provisioned, stopRequested]);
     expect(await row(id)).toEqual(before);
     expect(before.status).toBe('stopping');
+  });
+
+  describe('rows it wrote last (one projection instance, as the runner keeps it)', () => {
+    const provisionedOf = (data: VmCreateRequestedData): VmEvent => ({
+      type: 'VmProvisioned',
+      version: 1,
+      data: { job_id: data.job_id, power_state: 'running', addresses: [], provider_ref: {} },
+    });
+    /** The transaction, counting the statements the projection sends through it. */
+    const counting = <T>(work: (tx: EntityManager) => Promise<T>) =>
+      ds.transaction(async (tx) => {
+        const sent: string[] = [];
+        const counted = new Proxy(tx, {
+          get: (target, prop, receiver) =>
+            prop === 'query'
+              ? (sql: string, params?: unknown[]) => {
+                  sent.push(sql);
+                  return target.query(sql, params);
+                }
+              : Reflect.get(target, prop, receiver),
+        });
+        await work(counted);
+        return sent;
+      });
+
+    it('writes the next state of a row it wrote in one statement, without reading it back', async () => {
+      const projection = vmReadModelProjection();
+      const id = randomUUID();
+      const data = createData(id);
+      const create = decoded(id, decideVm(null, { type: 'create', data })[0]);
+      expect(await counting((tx) => projection.apply([create], tx))).toHaveLength(2);
+
+      const provisioned = decoded(id, provisionedOf(data));
+      expect(await counting((tx) => projection.apply([provisioned], tx))).toHaveLength(1);
+      const r = await row(id);
+      expect(r.status).toBe('running');
+      expect(BigInt(r.position)).toBe(provisioned.position);
+      expect(r.state).toEqual(
+        [create, provisioned].reduce<VmState | null>((st, e) => evolveVm(st, e.event as VmEvent, e.at), null),
+      );
+    });
+
+    it('reads and folds again a row someone else wrote since, instead of overwriting it', async () => {
+      const ours = vmReadModelProjection();
+      const id = randomUUID();
+      const data = createData(id);
+      const create = decoded(id, decideVm(null, { type: 'create', data })[0]);
+      await ds.transaction((tx) => ours.apply([create], tx));
+      // Another writer (a dead letter retried by another process) moves the row on meanwhile.
+      const address = { type: 'ipv4', address: '10.0.0.9', nic: 'eth0' } as const;
+      const provisioned = decoded(id, {
+        ...provisionedOf(data),
+        data: { ...provisionedOf(data).data, addresses: [address] },
+      } as VmEvent);
+      await apply([provisioned]);
+
+      const running = [create, provisioned].reduce<VmState | null>(
+        (st, e) => evolveVm(st, e.event as VmEvent, e.at),
+        null,
+      );
+      const stopRequested = decoded(id, decideVm(running, { type: 'stop', job_id: randomUUID(), force: true })[0]);
+      await ds.transaction((tx) => ours.apply([stopRequested], tx));
+
+      const r = await row(id);
+      expect(r.status).toBe('stopping');
+      expect(r.state).toEqual(evolveVm(running, stopRequested.event as VmEvent, stopRequested.at));
+      expect((r.state as VmState).addresses).toEqual([address]);
+      expect(BigInt(r.position)).toBe(stopRequested.position);
+    });
+
+    it('reads the row again after a transaction of its own rolled back', async () => {
+      const projection = vmReadModelProjection();
+      const id = randomUUID();
+      const data = createData(id);
+      const create = decoded(id, decideVm(null, { type: 'create', data })[0]);
+      await ds.transaction((tx) => projection.apply([create], tx));
+      const lost = decoded(id, {
+        ...provisionedOf(data),
+        data: { ...provisionedOf(data).data, power_state: 'stopped' },
+      } as VmEvent);
+      await expect(
+        ds.transaction(async (tx) => {
+          await projection.apply([lost], tx);
+          throw new Error('the checkpoint moved');
+        }),
+      ).rejects.toThrow('the checkpoint moved');
+
+      // The next batch starts after the lost one (as after a dead letter): the row is folded from the table.
+      const provisioned = decoded(id, provisionedOf(data));
+      await ds.transaction((tx) => projection.apply([provisioned], tx));
+      const r = await row(id);
+      expect(r.state).toEqual(
+        [create, provisioned].reduce<VmState | null>((st, e) => evolveVm(st, e.event as VmEvent, e.at), null),
+      );
+    });
   });
 });
