@@ -81,24 +81,28 @@ describe('projection runner: a projection that declares its event types (real Po
       )
     ).position;
 
-  it('hands over only those types, opens no transaction for the others, and still checkpoints past them', async () => {
+  /**
+   * A running CreatesOnly projection that has applied one create: its stream prefix, the create's VM id,
+   * and the query runners taken from the data source since (one per transaction).
+   */
+  const runningAfterACreate = async (idleCheckpointMs: number) => {
     const prefix = `vm-${randomUUID().slice(0, 8)}`;
     const projection = new CreatesOnly(prefix);
     const { ds, counter } = counted(database.ds);
-    const runner = new ProjectionRunner(ds, store, codec, projection, {
-      batchSize: 10,
-      retryMs: 10,
-      // Long enough that the five ignored commits below all fall inside one wait.
-      idleCheckpointMs: 3_000,
-    });
+    const runner = new ProjectionRunner(ds, store, codec, projection, { batchSize: 10, retryMs: 10, idleCheckpointMs });
     runners.push(runner);
     runner.start();
     const vmId = `${prefix.slice(3)}-${randomUUID()}`;
     const created = await append(`vm-${vmId}`, 'VmCreateRequested', vmCreateRequest({ vm_id: vmId }));
     await eventually(async () => ((await checkpoint(projection.name)) >= created ? true : undefined), 'the create');
     const before = counter.queryRunners;
+    return { prefix, projection, runner, vmId, transactionsSince: () => counter.queryRunners - before };
+  };
 
-    let last = created;
+  it('hands over only those types, opens no transaction for the others, and still checkpoints past them', async () => {
+    // Long enough that the five ignored commits below all fall inside one wait.
+    const { projection, runner, vmId, transactionsSince } = await runningAfterACreate(3_000);
+    let last = runner.status().position;
     for (let i = 0; i < 5; i++) {
       last = await append(`vm-${vmId}`, 'VmStartRequested', { job_id: randomUUID() });
     }
@@ -109,32 +113,19 @@ describe('projection runner: a projection that declares its event types (real Po
 
     expect(projection.handed).toEqual(['VmCreateRequested']);
     // Five commits of ignored events: one transaction, the idle move of the checkpoint.
-    expect(counter.queryRunners - before).toBe(1);
+    expect(transactionsSince()).toBe(1);
     expect(runner.status().position).toBe(last);
   });
 
   it('carries the checkpoint past ignored events with the next batch it acts on', async () => {
-    const prefix = `vm-${randomUUID().slice(0, 8)}`;
-    const projection = new CreatesOnly(prefix);
-    const { ds, counter } = counted(database.ds);
-    const runner = new ProjectionRunner(ds, store, codec, projection, {
-      batchSize: 10,
-      retryMs: 10,
-      idleCheckpointMs: 60_000,
-    });
-    runners.push(runner);
-    runner.start();
-    const first = `${prefix.slice(3)}-${randomUUID()}`;
-    const created = await append(`vm-${first}`, 'VmCreateRequested', vmCreateRequest({ vm_id: first }));
-    await eventually(async () => ((await checkpoint(projection.name)) >= created ? true : undefined), 'the create');
-    const before = counter.queryRunners;
+    const { prefix, projection, vmId, transactionsSince } = await runningAfterACreate(60_000);
 
-    await append(`vm-${first}`, 'VmStartRequested', { job_id: randomUUID() });
+    await append(`vm-${vmId}`, 'VmStartRequested', { job_id: randomUUID() });
     const second = `${prefix.slice(3)}-${randomUUID()}`;
     const next = await append(`vm-${second}`, 'VmCreateRequested', vmCreateRequest({ vm_id: second }));
     await eventually(async () => ((await checkpoint(projection.name)) >= next ? true : undefined), 'the next create');
 
     expect(projection.handed).toEqual(['VmCreateRequested', 'VmCreateRequested']);
-    expect(counter.queryRunners - before).toBe(1);
+    expect(transactionsSince()).toBe(1);
   });
 });
