@@ -26,12 +26,10 @@ const CHECKPOINT_MOVED = 'HC409';
  * writes (the reader stops below the oldest transaction in progress), so writing the checkpoint first
  * kept readers waiting through the whole of `work`.
  *
- * Its COMMIT does not wait for the WAL flush (synchronous_commit off for this transaction only): every
- * row it writes is derived from events that are durable already, and the checkpoint is in the same
- * transaction, so a server crash can only lose rows together with the checkpoint that covers them, and the
- * projection applies those events again. A flush per projection transaction (~1 ms each on this
- * machine's disk, a dozen per job) was on the path of every read-after-write. Its external effects
- * (a publication, a job queue row) are idempotent already, as for any batch replayed after a crash.
+ * Its COMMIT waits for the WAL flush like any other. Committing without it (synchronous_commit off) saved
+ * ~1 ms per transaction and lost no event, but a server crash then took back the last read-model rows
+ * until the projections applied their events again: a client could read a VM running, then provisioning
+ * (the embedded-restart test caught it). Reads must not go back in time.
  */
 export async function inCheckpointedTransaction<T>(
   db: DataSource,
@@ -43,7 +41,7 @@ export async function inCheckpointedTransaction<T>(
     const client = (await runner.connect()) as PoolClient;
     // Before the message goes out: whatever it leaves behind (an aborted transaction) is rolled back below.
     adoptTransaction(runner, true);
-    await client.query('START TRANSACTION; SET LOCAL synchronous_commit TO off');
+    await client.query('START TRANSACTION');
     const result = await work(runner.manager);
     await client.query(`${moveSql(move)}; COMMIT`).catch((err: unknown) => {
       throw (err as { code?: string }).code === CHECKPOINT_MOVED ? new CheckpointMovedError(move.projection) : err;

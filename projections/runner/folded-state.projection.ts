@@ -79,9 +79,11 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     const sql = this.sqlFor(tx);
     let todo = events;
     let unread = ids;
-    const remembered = ids.map((id) => this.written.get(id));
-    if (remembered.every((r) => r !== undefined)) {
-      const folded = this.fold(events, new Map(ids.map((id, i) => [id, remembered[i]!])));
+    const remembered = new Map(ids.map((id) => [id, this.written.get(id)]));
+    // Only for events after what we remember: a replay (after a restart, or a transaction that failed at
+    // its COMMIT) may be of rows the table never kept, which only the table can tell.
+    if (events.every((e) => (remembered.get(this.idOf(e.streamId))?.position ?? e.position) < e.position)) {
+      const folded = this.fold(events, remembered as Map<string, { state: S; position: bigint }>);
       const written = await sql.guardedUpdate.run(
         tx,
         folded.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),

@@ -108,22 +108,6 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
     expect(await openTransactions()).toBe(0);
   });
 
-  it('commits without waiting for the WAL flush, and only this transaction', async () => {
-    const name = `p-${randomUUID()}`;
-    const inside = await inCheckpointedTransaction(
-      database.ds,
-      { projection: name, previous: -1n, next: 1n },
-      async (tx) => (await tx.query(`SELECT current_setting('synchronous_commit') AS s`))[0].s,
-    );
-
-    expect(inside).toBe('off');
-    // The pool has two connections: both answer with the server's setting afterwards.
-    const after = await Promise.all(
-      [1, 2].map(async () => (await database.ds.query(`SELECT current_setting('synchronous_commit') AS s`))[0].s),
-    );
-    expect(after).toEqual(['on', 'on']);
-  });
-
   it('takes no transaction id before the work writes, so it holds back no event-store reader until then', async () => {
     const name = `p-${randomUUID()}`;
     const before = await inCheckpointedTransaction(

@@ -183,6 +183,28 @@ describe('folded-state projection (VM read model)', () => {
       expect(BigInt(r.position)).toBe(stopRequested.position);
     });
 
+    it('writes a replayed event the table never kept, though it remembers having written it', async () => {
+      const projection = vmReadModelProjection();
+      const id = randomUUID();
+      const data = createData(id);
+      const create = decoded(id, decideVm(null, { type: 'create', data })[0]);
+      await ds.transaction((tx) => projection.apply([create], tx));
+      const provisioned = decoded(id, provisionedOf(data));
+      // Its write is lost with its transaction (a COMMIT that failed, a server that crashed)...
+      await expect(
+        ds.transaction(async (tx) => {
+          await projection.apply([provisioned], tx);
+          throw new Error('the commit failed');
+        }),
+      ).rejects.toThrow('the commit failed');
+
+      // ...and the runner, restarted from its checkpoint, hands the same event over again.
+      await ds.transaction((tx) => projection.apply([provisioned], tx));
+      const r = await row(id);
+      expect(r.status).toBe('running');
+      expect(BigInt(r.position)).toBe(provisioned.position);
+    });
+
     it('reads the row again after a transaction of its own rolled back', async () => {
       const projection = vmReadModelProjection();
       const id = randomUUID();
