@@ -5,5 +5,11 @@ export { JobRepository } from './job.repository';
 export { JobAdmission, type JobOpening } from './queue/job-admission';
 export { JobQueue, queuedJobOf } from './queue/job-queue';
 export { dispatchContextOf, queueMissingJobs, type DispatchedJob } from './queue/job-dispatch';
-export { JOB_WORKER_ACTOR, type JobAttempt, type JobExecutor, type JobWork } from './worker/job-executor';
+export {
+  JOB_WORKER_ACTOR,
+  type JobAttempt,
+  type JobClosing,
+  type JobExecutor,
+  type JobWork,
+} from './worker/job-executor';
 export { JobExecutors } from './worker/job-executors';

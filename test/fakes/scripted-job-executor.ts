@@ -40,7 +40,7 @@ export class ScriptedJobExecutor implements JobExecutor {
         this.calls.push({ call: 'record', job_id: this.lastPerformed()?.id ?? '' });
         if (!withClosing || !closing) return false;
         // As an aggregate's update with alongside writes: refused ones are dropped, not thrown.
-        return withClosing.appendMany(closing.appends).then(
+        return withClosing.appendMany(closing(new Date().toISOString()).appends).then(
           () => true,
           (err) => {
             if (err instanceof WrongExpectedRevisionError) return false;

@@ -30,11 +30,15 @@ export type JobWork =
    * `closing` is the job's own end (its JobSucceeded): an executor that can commits it with the outcome,
    * in one appendMany (one transaction on PostgreSQL: one commit and one wake-up of the projections
    * instead of two), and answers true; false (it could not, or the outcome was recorded already) leaves
-   * the runner to append it alone, after the outcome, as before.
+   * the runner to append it alone, after the outcome, as before. It is made for the time the outcome is
+   * stamped with (`at`, ISO 8601), so the job never ends before the outcome it waited for happened.
    */
-  | { kind: 'done'; target: string; record(closing?: AlongsideWrites): Promise<boolean> }
+  | { kind: 'done'; target: string; record(closing?: JobClosing): Promise<boolean> }
   /** The work failed; the runner decides between another attempt and failing the job. */
   | { kind: 'failed'; target: string; error: unknown };
+
+/** The job's end, as writes to commit with the outcome recorded at `at`. */
+export type JobClosing = (at: string) => AlongsideWrites;
 
 /**
  * The port through which a context runs its kind of jobs. The jobs context owns the queue, leases,

@@ -297,6 +297,24 @@ describe('JobRunner', () => {
       expect(appendsBefore).toHaveBeenCalledTimes(1);
     });
 
+    it("stamps the job's end with the time of the outcome it commits with, so the job never ends before it", async () => {
+      const job = await givenJob();
+      const outcomeAt = '2099-01-02T03:04:05.678Z';
+      executor.willAnswer({
+        kind: 'done',
+        target: 'simulator',
+        record: async (closing) => {
+          await store.appendMany(closing!(outcomeAt).appends);
+          return true;
+        },
+      });
+
+      await run(job);
+
+      const ended = (await store.readStream(`job-${job.id}`)).find((e) => e.type === 'JobSucceeded');
+      expect(ended?.metadata).toMatchObject({ occurred_at: outcomeAt });
+    });
+
     it('refuses to end a job that another writer moved while its outcome was recorded (CONFLICT, no JobSucceeded)', async () => {
       const job = await givenJob();
       executor.willAnswer(

@@ -150,10 +150,14 @@ export class JobRunner {
       return { kind: 'finished' };
     }
     // The job's end commits with the outcome where the executor can: one commit instead of two.
-    const context = eventContext(JOB_WORKER_ACTOR, traceId);
     const succeeded = decideJob(job.state, { type: 'succeed' });
-    const closing = succeeded.length > 0 ? { appends: [this.jobs.appendOf(job, succeeded, context)] } : undefined;
-    if (!(await work.record(closing))) await this.jobs.append(job, succeeded, context);
+    const closing =
+      succeeded.length > 0
+        ? (at: string) => ({
+            appends: [this.jobs.appendOf(job, succeeded, eventContext(JOB_WORKER_ACTOR, traceId, new Date(at)))],
+          })
+        : undefined;
+    if (!(await work.record(closing))) await this.jobs.append(job, succeeded, eventContext(JOB_WORKER_ACTOR, traceId));
     this.countFinished(running, work.target, 'succeeded');
     return { kind: 'finished' };
   }

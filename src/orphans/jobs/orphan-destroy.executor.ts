@@ -10,9 +10,8 @@ import {
   toHcpError,
 } from '@hcp/domain';
 import { CallContext } from '@hcp/providers';
-import { JOB_WORKER_ACTOR, JobAttempt, JobExecutor, JobWork } from '../../jobs';
+import { JOB_WORKER_ACTOR, JobAttempt, JobClosing, JobExecutor, JobWork } from '../../jobs';
 import { DriverRegistry } from '../../ops';
-import type { AlongsideWrites } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { VmRepository } from '../../vms';
@@ -84,8 +83,9 @@ export class OrphanDestroyExecutor implements JobExecutor {
     job: JobState,
     orphan: OrphanState | null,
     error: HcpErrorShape | null,
-    closing?: AlongsideWrites,
+    closing?: JobClosing,
   ): Promise<boolean> {
+    const context = eventContext(JOB_WORKER_ACTOR, job.trace_id);
     const { events, alongside } = await this.orphans.update(
       job.resource_id,
       (state) =>
@@ -95,9 +95,9 @@ export class OrphanDestroyExecutor implements JobExecutor {
             ? { type: 'record_destroy_failed', job_id: job.id, error }
             : { type: 'record_destroyed', job_id: job.id },
         ),
-      eventContext(JOB_WORKER_ACTOR, job.trace_id),
+      context,
       undefined,
-      closing && (() => closing),
+      closing && (() => closing(context.occurred_at)),
     );
     if (events.length > 0 && orphan)
       this.metrics.orphanActions.inc({ action: error ? 'destroy_failed' : 'destroyed', provider: orphan.provider_id });

@@ -256,8 +256,8 @@ describe('VmJobExecutor', () => {
       const appendMany = jest.spyOn(store, 'appendMany');
 
       const work = await done(await executor.perform(job, attempt));
-      expect(await work.record({ appends: [closing] })).toBe(true);
-      expect(await work.record({ appends: [{ ...closing, expected: 0n }] })).toBe(false);
+      expect(await work.record(() => ({ appends: [closing] }))).toBe(true);
+      expect(await work.record(() => ({ appends: [{ ...closing, expected: 0n }] }))).toBe(false);
 
       expect(appendMany).toHaveBeenCalledTimes(1);
       expect(appendMany.mock.calls[0]![0].map((a) => a.streamId)).toEqual([vmStreamId(VM), 'job-job-create']);

@@ -16,12 +16,11 @@ import {
 } from '@hcp/domain';
 import { CallContext, ProviderDriver, VmAddress } from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
-import type { AlongsideWrites } from '../../platform/event-sourcing/aggregate-repository';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { HCP_CONFIG } from '../../platform/tokens';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { DriverRegistry } from '../../ops';
-import { JOB_WORKER_ACTOR, JobAttempt, JobExecutor, JobWork } from '../../jobs';
+import { JOB_WORKER_ACTOR, JobAttempt, JobClosing, JobExecutor, JobWork } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
 /**
@@ -154,13 +153,14 @@ export class VmJobExecutor implements JobExecutor {
   }
 
   /** Records the outcome on the VM, with `closing` (the job's end) in its commit; true when that committed too. */
-  private async record(job: JobState, outcome: VmOutcome, closing?: AlongsideWrites): Promise<boolean> {
+  private async record(job: JobState, outcome: VmOutcome, closing?: JobClosing): Promise<boolean> {
+    const context = eventContext(JOB_WORKER_ACTOR, job.trace_id);
     const recorded = await this.vms.update(
       job.resource_id,
       (state) => recordVmOutcome(state, outcome),
-      eventContext(JOB_WORKER_ACTOR, job.trace_id),
+      context,
       undefined,
-      closing && (() => closing),
+      closing && (() => closing(context.occurred_at)),
     );
     return recorded.alongside;
   }
