@@ -12,6 +12,10 @@ export interface BulkTable {
 
 const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
 
+/** The column list `jsonb_to_recordset` types the rows with: `"name" type, ...`. */
+const recordType = (columns: BulkTable['columns']): string[] =>
+  Object.entries(columns).map(([name, type]) => `${quote(name)} ${type}`);
+
 /**
  * Inserts many rows in one statement and one round trip: the rows travel as one JSON parameter and
  * `jsonb_to_recordset` types them. Far cheaper than an ORM upsert per batch (no per-row parameter
@@ -22,7 +26,7 @@ export class BulkInsert {
 
   constructor(readonly table: BulkTable) {
     const names = Object.keys(table.columns).map(quote);
-    const typed = Object.entries(table.columns).map(([name, type]) => `${quote(name)} ${type}`);
+    const typed = recordType(table.columns);
     const updates = Object.keys(table.columns)
       .filter((c) => !table.key.includes(c))
       .map((c) => `${quote(c)} = EXCLUDED.${quote(c)}`);
@@ -47,7 +51,7 @@ export const EXPECTED = 'hcp_expected';
 /**
  * Overwrites many rows in one statement, each only where its `guard` column still holds the value the
  * writer expects (the row's `hcp_expected` field): optimistic concurrency for a writer that remembers the
- * rows it wrote. Answers the keys of the rows it wrote; a row another writer changed is left as it is.
+ * rows it wrote. Answers the keys of the rows it wrote (as text); a row another writer changed is left as it is.
  * The keys also travel as an array, so the rows are found through the key's index: joined to the JSON
  * alone, PostgreSQL estimates 100 rows for it and scans a table of a few thousand rows whole.
  */
@@ -59,7 +63,7 @@ export class GuardedBulkUpdate {
     if (table.key.length !== 1) throw new TypeError(`${table.name}: a guarded update needs a one-column key`);
     const key = table.key[0]!;
     this.key = key;
-    const typed = Object.entries(table.columns).map(([name, type]) => `${quote(name)} ${type}`);
+    const typed = recordType(table.columns);
     const sets = Object.keys(table.columns)
       .filter((c) => c !== key)
       .map((c) => `${quote(c)} = r.${quote(c)}`);
@@ -72,9 +76,13 @@ export class GuardedBulkUpdate {
       `RETURNING t.${quote(key)}) SELECT * FROM written`;
   }
 
-  /** Rows as for BulkInsert, each with its expected guard value in `hcp_expected`; answers the rows written, by key. */
-  async run(tx: EntityManager, rows: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> {
-    if (rows.length === 0) return [];
-    return tx.query(this.sql, [JSON.stringify(rows), rows.map((row) => row[this.key])]);
+  /** Rows as for BulkInsert, each with its expected guard value in `hcp_expected`; answers the keys written. */
+  async run(tx: EntityManager, rows: ReadonlyArray<Record<string, unknown>>): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const written: Array<Record<string, unknown>> = await tx.query(this.sql, [
+      JSON.stringify(rows),
+      rows.map((row) => row[this.key]),
+    ]);
+    return new Set(written.map((row) => String(row[this.key])));
   }
 }

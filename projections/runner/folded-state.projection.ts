@@ -37,8 +37,6 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
         select: string;
         upsert: BulkInsert;
         guardedUpdate: GuardedBulkUpdate;
-        /** The key column as the guarded update answers it. */
-        key: string;
         columns: Array<[property: string, column: string]>;
       }
     | undefined;
@@ -84,11 +82,10 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     // its COMMIT) may be of rows the table never kept, which only the table can tell.
     if (events.every((e) => (remembered.get(this.idOf(e.streamId))?.position ?? e.position) < e.position)) {
       const folded = this.fold(events, remembered as Map<string, { state: S; position: bigint }>);
-      const written = await sql.guardedUpdate.run(
+      const wrote = await sql.guardedUpdate.run(
         tx,
         folded.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),
       );
-      const wrote = new Set(written.map((row) => String(row[sql.key])));
       for (const f of folded) if (wrote.has(f.id)) this.written.set(f.id, { state: f.state, position: f.position });
       // Rows someone else wrote since (or that our rolled-back transaction never did): read and folded again.
       unread = folded.filter((f) => !wrote.has(f.id)).map((f) => f.id);
@@ -154,7 +151,6 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
         select: `SELECT ${column('id')} AS id, ${column('state')} AS state, ${column('position')} AS position FROM "${this.table}" WHERE ${column('id')} = ANY($1)`,
         upsert: new BulkInsert({ ...table, onConflict: 'update' }),
         guardedUpdate: new GuardedBulkUpdate(table, metadata.findColumnWithPropertyName('position')!.databaseName),
-        key: metadata.findColumnWithPropertyName('id')!.databaseName,
         columns: metadata.columns.map((c) => [c.propertyName, c.databaseName]),
       };
     }

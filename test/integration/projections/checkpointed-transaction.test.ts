@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EntityManager } from 'typeorm';
 import { ProjectionCheckpoint } from '@hcp/projections';
 import { CheckpointMovedError } from '../../../projections/runner/dead-letters';
 import { inCheckpointedTransaction } from '../../../projections/runner/checkpointed-transaction';
@@ -28,6 +29,8 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
     ]);
   /** A row written by the work: another checkpoint row, so the test needs no table of its own. */
   const marker = () => `marker-${randomUUID()}`;
+  const writeMarker = (tx: EntityManager, name: string) =>
+    tx.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, 1, now())`, [name]);
   /** The transactions left open on the database: a connection given back mid-transaction would show here. */
   const openTransactions = async (): Promise<number> =>
     Number(
@@ -45,9 +48,7 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
       database.ds,
       { projection: name, previous: -1n, next: 7n },
       async (tx) => {
-        await tx.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, 1, now())`, [
-          written,
-        ]);
+        await writeMarker(tx, written);
         return 'applied';
       },
     );
@@ -64,9 +65,7 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
 
     await expect(
       inCheckpointedTransaction(database.ds, { projection: name, previous: 5n, next: 12n }, async (tx) => {
-        await tx.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, 1, now())`, [
-          written,
-        ]);
+        await writeMarker(tx, written);
       }),
     ).rejects.toBeInstanceOf(CheckpointMovedError);
     expect(await position(name)).toBe('10');
@@ -81,9 +80,7 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
 
     await expect(
       inCheckpointedTransaction(database.ds, { projection: name, previous: 3n, next: 4n }, async (tx) => {
-        await tx.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, 1, now())`, [
-          written,
-        ]);
+        await writeMarker(tx, written);
         throw new Error('the projection failed');
       }),
     ).rejects.toThrow('the projection failed');

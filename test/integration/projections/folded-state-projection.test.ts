@@ -50,6 +50,9 @@ describe('folded-state projection (VM read model)', () => {
     context: {},
   });
 
+  /** The state the domain's own evolve folds from these events, as the read model must hold it. */
+  const foldOf = (events: DecodedEvent[]): VmState | null =>
+    events.reduce<VmState | null>((state, e) => evolveVm(state, e.event as VmEvent, e.at), null);
   const apply = (events: DecodedEvent[]) => ds.transaction((tx) => vmReadModelProjection().apply(events, tx));
   const row = async (vmId: string) => (await ds.query(`SELECT * FROM vm_read_model WHERE id = $1`, [vmId]))[0];
 
@@ -106,7 +109,7 @@ describe('folded-state projection (VM read model)', () => {
       version: 1,
       data: { job_id: data.job_id, power_state: 'running', addresses: [], provider_ref: {} },
     });
-    const running = [create, provisioned].reduce<VmState | null>((s, e) => evolveVm(s, e.event as VmEvent, e.at), null);
+    const running = foldOf([create, provisioned]);
     const stopRequested = decoded(id, decideVm(running, { type: 'stop', job_id: randomUUID(), force: true })[0]);
     await apply([create, provisioned, stopRequested]);
     const before = await row(id);
@@ -150,9 +153,7 @@ describe('folded-state projection (VM read model)', () => {
       const r = await row(id);
       expect(r.status).toBe('running');
       expect(BigInt(r.position)).toBe(provisioned.position);
-      expect(r.state).toEqual(
-        [create, provisioned].reduce<VmState | null>((st, e) => evolveVm(st, e.event as VmEvent, e.at), null),
-      );
+      expect(r.state).toEqual(foldOf([create, provisioned]));
     });
 
     it('reads and folds again a row someone else wrote since, instead of overwriting it', async () => {
@@ -169,10 +170,7 @@ describe('folded-state projection (VM read model)', () => {
       } as VmEvent);
       await apply([provisioned]);
 
-      const running = [create, provisioned].reduce<VmState | null>(
-        (st, e) => evolveVm(st, e.event as VmEvent, e.at),
-        null,
-      );
+      const running = foldOf([create, provisioned]);
       const stopRequested = decoded(id, decideVm(running, { type: 'stop', job_id: randomUUID(), force: true })[0]);
       await ds.transaction((tx) => ours.apply([stopRequested], tx));
 
@@ -226,9 +224,7 @@ describe('folded-state projection (VM read model)', () => {
       const provisioned = decoded(id, provisionedOf(data));
       await ds.transaction((tx) => projection.apply([provisioned], tx));
       const r = await row(id);
-      expect(r.state).toEqual(
-        [create, provisioned].reduce<VmState | null>((st, e) => evolveVm(st, e.event as VmEvent, e.at), null),
-      );
+      expect(r.state).toEqual(foldOf([create, provisioned]));
     });
   });
 });
