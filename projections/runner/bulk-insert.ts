@@ -51,8 +51,8 @@ export const EXPECTED = 'hcp_expected';
 /**
  * Overwrites many rows in one statement, each only where its `guard` column still holds the value the
  * writer expects (the row's `hcp_expected` field): optimistic concurrency for a writer that remembers the
- * rows it wrote. Answers the keys of the rows it wrote (as text); a row another writer changed is left as it is.
- * The keys also travel as an array, so the rows are found through the key's index: joined to the JSON
+ * rows it wrote. It returns one row (the key) per row it wrote; a row another writer changed is left as it
+ * is. The keys also travel as an array, so the rows are found through the key's index: joined to the JSON
  * alone, PostgreSQL estimates 100 rows for it and scans a table of a few thousand rows whole.
  */
 export class GuardedBulkUpdate {
@@ -67,22 +67,16 @@ export class GuardedBulkUpdate {
     const sets = Object.keys(table.columns)
       .filter((c) => c !== key)
       .map((c) => `${quote(c)} = r.${quote(c)}`);
-    // Wrapped in a SELECT: TypeORM answers a bare UPDATE ... RETURNING as [rows, count].
     this.sql =
-      `WITH written AS (UPDATE ${quote(table.name)} AS t SET ${sets.join(', ')} ` +
+      `UPDATE ${quote(table.name)} AS t SET ${sets.join(', ')} ` +
       `FROM jsonb_to_recordset($1::jsonb) AS r(${typed.join(', ')}, ${quote(EXPECTED)} ${table.columns[guard]}) ` +
       `WHERE t.${quote(key)} = ANY($2::${table.columns[key]}[]) AND t.${quote(key)} = r.${quote(key)} ` +
       `AND t.${quote(guard)} = r.${quote(EXPECTED)} ` +
-      `RETURNING t.${quote(key)}) SELECT * FROM written`;
+      `RETURNING t.${quote(key)}`;
   }
 
-  /** Rows as for BulkInsert, each with its expected guard value in `hcp_expected`; answers the keys written. */
-  async run(tx: EntityManager, rows: ReadonlyArray<Record<string, unknown>>): Promise<Set<string>> {
-    if (rows.length === 0) return new Set();
-    const written: Array<Record<string, unknown>> = await tx.query(this.sql, [
-      JSON.stringify(rows),
-      rows.map((row) => row[this.key]),
-    ]);
-    return new Set(written.map((row) => String(row[this.key])));
+  /** The statement for rows as for BulkInsert, each with its expected guard value in `hcp_expected`. */
+  statement(rows: ReadonlyArray<Record<string, unknown>>): { sql: string; params: unknown[] } {
+    return { sql: this.sql, params: [JSON.stringify(rows), rows.map((row) => row[this.key])] };
   }
 }

@@ -44,7 +44,7 @@ export async function inCheckpointedTransaction<T>(
     await client.query('START TRANSACTION');
     const result = await work(runner.manager);
     await client.query(`${moveSql(move)}; COMMIT`).catch((err: unknown) => {
-      throw (err as { code?: string }).code === CHECKPOINT_MOVED ? new CheckpointMovedError(move.projection) : err;
+      throw checkpointMovedOr(err, move.projection);
     });
     adoptTransaction(runner, false);
     return result;
@@ -54,6 +54,11 @@ export async function inCheckpointedTransaction<T>(
   } finally {
     await runner.release();
   }
+}
+
+/** CheckpointMovedError for the checkpoint function's refusal; any other error as it is. */
+export function checkpointMovedOr(err: unknown, projection: string): unknown {
+  return (err as { code?: string }).code === CHECKPOINT_MOVED ? new CheckpointMovedError(projection) : err;
 }
 
 function moveSql({ projection, previous, next }: CheckpointMove): string {

@@ -3,6 +3,7 @@ import { DomainEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { LRUCache } from 'lru-cache';
 import { BulkInsert, EXPECTED, GuardedBulkUpdate } from './bulk-insert';
+import { OneStatementBatch } from './projection';
 import { RebuildableProjection } from './projection-rebuild';
 
 /** A read-model row that carries the folded aggregate state and the position it reflects. */
@@ -42,8 +43,9 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     | undefined;
   /**
    * The rows this projection wrote last, by id. A batch whose rows are all here skips reading them back:
-   * it overwrites them guarded by the position it remembers (one statement instead of a read and a write;
-   * in a live process most batches are the next event of aggregates it has just written). A row anyone
+   * it overwrites them guarded by the position it remembers, as one statement that also moves the
+   * checkpoint (`oneStatement`: one round trip instead of a transaction of a read and a write; in a live
+   * process most batches are the next event of aggregates it has just written). A row anyone
    * else wrote since (a dead letter retried by another process, a rebuild, a transaction of ours that
    * rolled back after writing) fails the guard and is read and folded again.
    */
@@ -75,35 +77,46 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
     const ids = [...new Set(events.map((e) => this.idOf(e.streamId)))];
     const sql = this.sqlFor(tx);
-    let todo = events;
-    let unread = ids;
-    const remembered = new Map(ids.map((id) => [id, this.written.get(id)]));
-    // Only for events after what we remember: a replay (after a restart, or a transaction that failed at
-    // its COMMIT) may be of rows the table never kept, which only the table can tell.
-    if (events.every((e) => (remembered.get(this.idOf(e.streamId))?.position ?? e.position) < e.position)) {
-      const folded = this.fold(events, remembered as Map<string, { state: S; position: bigint }>);
-      const wrote = await sql.guardedUpdate.run(
-        tx,
-        folded.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),
-      );
-      for (const f of folded) if (wrote.has(f.id)) this.written.set(f.id, { state: f.state, position: f.position });
-      // Rows someone else wrote since (or that our rolled-back transaction never did): read and folded again.
-      unread = folded.filter((f) => !wrote.has(f.id)).map((f) => f.id);
-      for (const id of unread) this.written.delete(id);
-      if (unread.length === 0) return;
-      const stale = new Set(unread);
-      todo = events.filter((e) => stale.has(this.idOf(e.streamId)));
-    }
-    const existing: Array<{ id: string; state: S; position: string }> = await tx.query(sql.select, [unread]);
+    const existing: Array<{ id: string; state: S; position: string }> = await tx.query(sql.select, [ids]);
     const folded = this.fold(
-      todo,
+      events,
       new Map(existing.map((r) => [r.id, { state: r.state, position: BigInt(r.position) }])),
     );
     await sql.upsert.run(
       tx,
       folded.map((f) => f.columns),
     );
+    // Remembered before the COMMIT, which may still fail: the guard of the next one-statement batch finds out.
     for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
+  }
+
+  /**
+   * A batch of rows this projection remembers writing, as one guarded UPDATE: no read. Only for events
+   * after what it remembers: a replay (after a restart, or a transaction that failed at its COMMIT) may be
+   * of rows the table never kept, which only the table can tell.
+   */
+  oneStatement(events: DecodedEvent[]): OneStatementBatch | null {
+    if (!this.sql || events.length === 0) return null;
+    const remembered = new Map<string, { state: S; position: bigint }>();
+    for (const e of events) {
+      const id = this.idOf(e.streamId);
+      const row = remembered.get(id) ?? this.written.get(id);
+      if (!row || row.position >= e.position) return null;
+      remembered.set(id, row);
+    }
+    const folded = this.fold(events, remembered);
+    if (folded.length === 0) return null;
+    return {
+      ...this.sql.guardedUpdate.statement(folded.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() }))),
+      rows: folded.length,
+      committed: () => {
+        for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
+      },
+      // A row someone else wrote since (or that a rolled-back transaction of ours never did): `apply` reads them all.
+      refused: () => {
+        for (const f of folded) this.written.delete(f.id);
+      },
+    };
   }
 
   /** The rows `events` make of the rows they start from (`from`, by id; absent: no row yet). */

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { EventSchemaViolation } from '@hcp/domain';
 import { DomainEventCodec, EventStore, RecordedEvent, START_POSITION, Subscription } from '@hcp/eventstore';
+import { inCheckpointedStatement } from './checkpointed-statement';
 import { inCheckpointedTransaction } from './checkpointed-transaction';
 import { DeadLetterRecorded, errorText, insertDeadLetter, isTransientFailure } from './dead-letters';
 import { Projection } from './projection';
@@ -331,13 +332,16 @@ export class ProjectionRunner {
     }
   }
 
-  /** Events and checkpoint (moved to `upTo`) in one transaction: the position moves only if the rows are written. */
+  /**
+   * Events and checkpoint (moved to `upTo`) in one transaction: the position moves only if the rows are
+   * written. A batch the projection can write as one statement goes with the move in that statement.
+   */
   private async applyInOneTransaction(events: RecordedEvent[], upTo: bigint): Promise<void> {
-    await inCheckpointedTransaction(
-      this.db,
-      { projection: this.projection.name, previous: this.position, next: upTo },
-      (tx) => this.projection.apply(this.decode(events), tx),
-    );
+    const decoded = this.decode(events);
+    const move = { projection: this.projection.name, previous: this.position, next: upTo };
+    const statement = this.projection.oneStatement?.(decoded);
+    if (!(statement && (await inCheckpointedStatement(this.db, move, statement))))
+      await inCheckpointedTransaction(this.db, move, (tx) => this.projection.apply(decoded, tx));
     this.moved(upTo);
     this.lastApplied = events[events.length - 1];
     this.consecutiveFailures = 0;

@@ -21,4 +21,24 @@ export interface Projection {
    * writing transaction holds back every event-store reader until it ends.
    */
   apply(events: DecodedEvent[], tx: EntityManager): Promise<void>;
+  /**
+   * The batch as one statement, when the projection can write it without reading anything first (rows it
+   * remembers writing): the runner sends it with the checkpoint's move as one round trip and one implicit
+   * transaction, instead of three. Null, or a statement that wrote fewer rows than it counted on: the
+   * batch goes through `apply` in a transaction.
+   */
+  oneStatement?(events: DecodedEvent[]): OneStatementBatch | null;
+}
+
+/** A batch written by one data-modifying statement (`UPDATE ... RETURNING`): one returned row per row written. */
+export interface OneStatementBatch {
+  /** The statement, top-level-able inside a `WITH`; its parameters are `$1..$n` of `params`. */
+  sql: string;
+  params: unknown[];
+  /** The rows it must write for the batch to count as applied. */
+  rows: number;
+  /** It committed with the checkpoint's move. */
+  committed(): void;
+  /** It wrote fewer rows than `rows`, so nothing of it was kept: `apply` gets the batch next. */
+  refused(): void;
 }

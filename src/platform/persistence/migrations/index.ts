@@ -10,6 +10,7 @@ import { ConsoleSessionHolds1767744000031 } from './1767744000031-console-sessio
 import { Hosts1767744000040 } from './1767744000040-hosts';
 import { HostCalls1767744000041 } from './1767744000041-host-calls';
 import { ProjectionCheckpointMove1767744000050 } from './1767744000050-projection-checkpoint-move';
+import { ProjectionCheckpointAfterWrites1767744000051 } from './1767744000051-projection-checkpoint-after-writes';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   Hosts1767744000040,
   HostCalls1767744000041,
   ProjectionCheckpointMove1767744000050,
+  ProjectionCheckpointAfterWrites1767744000051,
 ];

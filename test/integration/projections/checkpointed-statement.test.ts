@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { CheckpointMovedError } from '../../../projections/runner/dead-letters';
+import { inCheckpointedStatement } from '../../../projections/runner/checkpointed-statement';
+import { OneStatementBatch } from '../../../projections/runner/projection';
+import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
+
+describe('a projection batch sent as one statement with its checkpoint move (real PostgreSQL)', () => {
+  let database: MigratedDatabase;
+
+  beforeAll(async () => {
+    database = await migratedTestDatabase('hcp_ckpt_stmt', 2);
+  });
+
+  afterAll(async () => {
+    await database?.close();
+  });
+
+  const position = async (name: string): Promise<string | null> => {
+    const rows = await database.ds.query(`SELECT position::text AS p FROM projection_checkpoints WHERE name = $1`, [
+      name,
+    ]);
+    return rows.length ? rows[0].p : null;
+  };
+  const at = async (name: string, value: number) =>
+    database.ds.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, $2, now())`, [
+      name,
+      value,
+    ]);
+  /**
+   * A batch that moves marker rows (other checkpoint rows, so the test needs no table of its own) from 1 to
+   * 2, counting on `rows` of them, and tells how it settled.
+   */
+  const batchOf = (markers: string[], rows = markers.length) => {
+    const settled: string[] = [];
+    const batch: OneStatementBatch = {
+      sql: `UPDATE projection_checkpoints SET position = 2 WHERE name = ANY($1::text[]) AND position = 1 RETURNING name`,
+      params: [markers],
+      rows,
+      committed: () => settled.push('committed'),
+      refused: () => settled.push('refused'),
+    };
+    return { batch, settled };
+  };
+
+  it('commits the rows and the move together, and says so to the batch', async () => {
+    const name = `p-${randomUUID()}`;
+    await at(name, 4);
+    const markers = [`m-${randomUUID()}`, `m-${randomUUID()}`];
+    for (const m of markers) await at(m, 1);
+    const { batch, settled } = batchOf(markers);
+
+    await expect(
+      inCheckpointedStatement(database.ds, { projection: name, previous: 4n, next: 9n }, batch),
+    ).resolves.toBe(true);
+    expect(await position(name)).toBe('9');
+    expect(await Promise.all(markers.map(position))).toEqual(['2', '2']);
+    expect(settled).toEqual(['committed']);
+  });
+
+  it('keeps nothing and moves nothing when the statement wrote fewer rows than the batch counted on', async () => {
+    const name = `p-${randomUUID()}`;
+    await at(name, 4);
+    const written = `m-${randomUUID()}`;
+    const movedOn = `m-${randomUUID()}`;
+    await at(written, 1);
+    await at(movedOn, 5); // another writer moved this row on: the guard leaves it
+    const { batch, settled } = batchOf([written, movedOn]);
+
+    await expect(
+      inCheckpointedStatement(database.ds, { projection: name, previous: 4n, next: 9n }, batch),
+    ).resolves.toBe(false);
+    expect(await position(name)).toBe('4');
+    expect(await position(written)).toBe('1');
+    expect(await position(movedOn)).toBe('5');
+    expect(settled).toEqual(['refused']);
+  });
+
+  it('refuses a move from where the checkpoint is not, and keeps nothing of the rows', async () => {
+    const name = `p-${randomUUID()}`;
+    await at(name, 10);
+    const marker = `m-${randomUUID()}`;
+    await at(marker, 1);
+    const { batch, settled } = batchOf([marker]);
+
+    await expect(
+      inCheckpointedStatement(database.ds, { projection: name, previous: 5n, next: 12n }, batch),
+    ).rejects.toBeInstanceOf(CheckpointMovedError);
+    expect(await position(name)).toBe('10');
+    expect(await position(marker)).toBe('1');
+    expect(settled).toEqual([]);
+  });
+
+  it('makes the first move of a projection that has no checkpoint yet', async () => {
+    const name = `p-${randomUUID()}`;
+    const marker = `m-${randomUUID()}`;
+    await at(marker, 1);
+    const { batch } = batchOf([marker]);
+
+    await expect(
+      inCheckpointedStatement(database.ds, { projection: name, previous: -1n, next: 3n }, batch),
+    ).resolves.toBe(true);
+    expect(await position(name)).toBe('3');
+  });
+});
