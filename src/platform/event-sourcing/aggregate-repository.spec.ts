@@ -1,6 +1,15 @@
-import { createHcpUpcasters, evolveJob, JobEvent, JobQueued, JobState, jobEvent, jobStreamId } from '@hcp/domain';
+import {
+  createHcpUpcasters,
+  decideJob,
+  evolveJob,
+  JobEvent,
+  JobQueued,
+  JobState,
+  jobEvent,
+  jobStreamId,
+} from '@hcp/domain';
 import { DomainEventCodec, InMemoryEventStore } from '@hcp/eventstore';
-import { AggregateRepository } from './aggregate-repository';
+import { AggregateRepository, FROM_REMEMBERED } from './aggregate-repository';
 import { eventContext } from './event-context';
 
 describe('AggregateRepository', () => {
@@ -59,5 +68,72 @@ describe('AggregateRepository', () => {
     ]);
     expect(reloaded.state).toEqual((await repository(2).load('job-2')).state);
     expect(reloaded.state).toMatchObject({ id: 'job-2', status: 'queued' });
+  });
+
+  describe('deciding on the state it remembers (FROM_REMEMBERED)', () => {
+    const context = eventContext('worker', 'trace-1');
+    const start = (worker: string) => (state: JobState | null) => decideJob(state, { type: 'start', worker });
+    const recordFact = (state: JobState | null) =>
+      decideJob(state, { type: 'record_fact', key: 'clone', value: 'c-1' });
+    const statuses = async (id: string) =>
+      (await store.readStream(jobStreamId(id))).map((e) => codec.decode<JobEvent>(e).event.type);
+
+    it('appends without reading the stream again', async () => {
+      const jobs = repository(10);
+      await givenJob('job-1');
+      await jobs.load('job-1');
+      const reads = jest.spyOn(store, 'readStream');
+
+      const { state } = await jobs.update('job-1', start('w-1'), context, FROM_REMEMBERED);
+
+      expect(reads).not.toHaveBeenCalled();
+      expect(state).toMatchObject({ status: 'running' });
+      expect(await statuses('job-1')).toEqual(['JobQueued', 'JobStarted']);
+    });
+
+    it('decides again on a fresh load when the stream moved since, without counting it as contention', async () => {
+      const ours = repository(10);
+      await givenJob('job-1');
+      await ours.load('job-1');
+      await repository(10).update('job-1', start('w-2'), context);
+      const seen: string[] = [];
+
+      const { state } = await ours.update(
+        'job-1',
+        (s) => {
+          seen.push(s!.status);
+          return decideJob(s, { type: 'fail', error: { code: 'INTERNAL_ERROR', message: 'x', retryable: false } });
+        },
+        context,
+        { ...FROM_REMEMBERED, attempts: 1 },
+      );
+
+      expect(seen).toEqual(['queued', 'running']);
+      expect(state).toMatchObject({ status: 'failed' });
+      expect(await statuses('job-1')).toEqual(['JobQueued', 'JobStarted', 'JobFailed']);
+    });
+
+    it('takes a refusal on the remembered state for its age, and decides again on a fresh load', async () => {
+      const ours = repository(10);
+      await givenJob('job-1');
+      await ours.load('job-1');
+      // Another process started it: the remembered job is still queued, where a fact is refused.
+      await repository(10).update('job-1', start('w-2'), context);
+
+      const { state } = await ours.update('job-1', recordFact, context, FROM_REMEMBERED);
+
+      expect(state?.facts).toEqual({ clone: 'c-1' });
+      expect(await statuses('job-1')).toEqual(['JobQueued', 'JobStarted', 'JobFactRecorded']);
+    });
+
+    it('reads the stream as usual when it remembers nothing', async () => {
+      await givenJob('job-1');
+      const reads = jest.spyOn(store, 'readStream');
+
+      const { state } = await repository(10).update('job-1', start('w-1'), context, FROM_REMEMBERED);
+
+      expect(reads).toHaveBeenCalledWith(jobStreamId('job-1'), {});
+      expect(state).toMatchObject({ status: 'running' });
+    });
   });
 });

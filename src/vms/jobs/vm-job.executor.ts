@@ -9,6 +9,7 @@ import {
   recordVmOutcome,
   toHcpError,
   VmCommand,
+  VmCreateRequestedData,
   VmEvent,
   VmOperation,
   VmOutcome,
@@ -21,6 +22,7 @@ import { HCP_CONFIG } from '../../platform/tokens';
 import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { DriverRegistry } from '../../ops';
 import { JOB_WORKER_ACTOR, JobAttempt, JobClosing, JobExecutor, JobWork } from '../../jobs';
+import { FROM_REMEMBERED } from '../../platform/event-sourcing/aggregate-repository';
 import { VmRepository } from '../vm.repository';
 
 /**
@@ -57,7 +59,11 @@ export class VmJobExecutor implements JobExecutor {
     let providerType = 'unknown';
     const timer = this.metrics.providerCalls.startTimer();
     try {
-      const driver = await this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id);
+      // A create's request (SSH keys, user data: not in the folded state) is read while the driver is resolved.
+      const [driver, request] = await Promise.all([
+        this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id),
+        operation === 'create' ? this.vms.creationRequest(vm.id) : undefined,
+      ]);
       providerType = driver.type;
       const call: CallContext = {
         deadline: attempt.deadline,
@@ -70,7 +76,7 @@ export class VmJobExecutor implements JobExecutor {
         type: 'succeeded',
         job_id: job.id,
         operation,
-        ...(await this.callDriver(driver, operation, vm, job, call)),
+        ...(await this.callDriver(driver, operation, vm, job, call, request)),
       };
       timer({ provider: providerType, operation, outcome: 'ok' });
       return { kind: 'done', target: providerType, record: (closing) => this.record(job, outcome, closing) };
@@ -152,14 +158,18 @@ export class VmJobExecutor implements JobExecutor {
     }
   }
 
-  /** Records the outcome on the VM, with `closing` (the job's end) in its commit; true when that committed too. */
+  /**
+   * Records the outcome on the VM, with `closing` (the job's end) in its commit; true when that committed
+   * too. Decided on the VM as this process last saw it (loaded for the attempt): a VM with a job running
+   * is rarely written by anyone else, so its stream need not be read again first.
+   */
   private async record(job: JobState, outcome: VmOutcome, closing?: JobClosing): Promise<boolean> {
     const context = eventContext(JOB_WORKER_ACTOR, job.trace_id);
     const recorded = await this.vms.update(
       job.resource_id,
       (state) => recordVmOutcome(state, outcome),
       context,
-      undefined,
+      FROM_REMEMBERED,
       closing && (() => closing(context.occurred_at)),
     );
     return recorded.alongside;
@@ -171,11 +181,12 @@ export class VmJobExecutor implements JobExecutor {
     vm: VmState,
     job: JobState,
     call: CallContext,
+    request: VmCreateRequestedData | undefined,
   ): Promise<{ addresses: VmAddress[]; power_state?: 'running' | 'stopped'; provider_ref?: Record<string, unknown> }> {
     const force = job.params.force === true;
     switch (operation) {
       case 'create': {
-        const request = await this.vms.creationRequest(vm.id);
+        if (!request) throw new HcpError('INTERNAL_ERROR', `VM ${vm.id}: a create without its request`);
         const created = await driver.createVm(
           {
             hcp_id: vm.id,
