@@ -22,7 +22,7 @@ const recordType = (columns: BulkTable['columns']): string[] =>
  * lists, no entity hydration), which is what projections spend their time on during a rebuild.
  */
 export class BulkInsert {
-  private readonly sql: string;
+  private readonly sql: (param: number) => string;
 
   constructor(readonly table: BulkTable) {
     const names = Object.keys(table.columns).map(quote);
@@ -32,17 +32,31 @@ export class BulkInsert {
       .map((c) => `${quote(c)} = EXCLUDED.${quote(c)}`);
     const conflict =
       table.onConflict === 'update' && updates.length > 0 ? `DO UPDATE SET ${updates.join(', ')}` : 'DO NOTHING';
-    this.sql =
+    this.sql = (param) =>
       `INSERT INTO ${quote(table.name)} (${names.join(', ')}) ` +
-      `SELECT ${names.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS r(${typed.join(', ')}) ` +
+      `SELECT ${names.join(', ')} FROM jsonb_to_recordset($${param}::jsonb) AS r(${typed.join(', ')}) ` +
       `ON CONFLICT (${table.key.map(quote).join(', ')}) ${conflict}`;
   }
 
   /** Rows are plain objects keyed by column name; dates and bigints as their JSON-friendly strings. */
   async run(tx: EntityManager, rows: ReadonlyArray<object>): Promise<void> {
     if (rows.length === 0) return;
-    await tx.query(this.sql, [JSON.stringify(rows)]);
+    await tx.query(this.sql(1), [JSON.stringify(rows)]);
   }
+
+  /**
+   * The insert as one data-modifying statement of a larger one, its rows the parameter `$param`: it
+   * returns one row per row inserted (with `nothing` on conflict, a row that was there returns none).
+   */
+  statement(rows: ReadonlyArray<object>, param: number): BulkStatement {
+    return { sql: `${this.sql(param)} RETURNING 1`, params: [JSON.stringify(rows)] };
+  }
+}
+
+/** A data-modifying statement and its parameters, numbered from where the caller placed it. */
+export interface BulkStatement {
+  sql: string;
+  params: unknown[];
 }
 
 /** The field of a row given to GuardedBulkUpdate that holds the guard column's expected value. */
@@ -56,7 +70,7 @@ export const EXPECTED = 'hcp_expected';
  * alone, PostgreSQL estimates 100 rows for it and scans a table of a few thousand rows whole.
  */
 export class GuardedBulkUpdate {
-  private readonly sql: string;
+  private readonly sql: (param: number) => string;
   private readonly key: string;
 
   constructor(table: Omit<BulkTable, 'onConflict'>, guard: string) {
@@ -67,16 +81,19 @@ export class GuardedBulkUpdate {
     const sets = Object.keys(table.columns)
       .filter((c) => c !== key)
       .map((c) => `${quote(c)} = r.${quote(c)}`);
-    this.sql =
+    this.sql = (param) =>
       `UPDATE ${quote(table.name)} AS t SET ${sets.join(', ')} ` +
-      `FROM jsonb_to_recordset($1::jsonb) AS r(${typed.join(', ')}, ${quote(EXPECTED)} ${table.columns[guard]}) ` +
-      `WHERE t.${quote(key)} = ANY($2::${table.columns[key]}[]) AND t.${quote(key)} = r.${quote(key)} ` +
+      `FROM jsonb_to_recordset($${param}::jsonb) AS r(${typed.join(', ')}, ${quote(EXPECTED)} ${table.columns[guard]}) ` +
+      `WHERE t.${quote(key)} = ANY($${param + 1}::${table.columns[key]}[]) AND t.${quote(key)} = r.${quote(key)} ` +
       `AND t.${quote(guard)} = r.${quote(EXPECTED)} ` +
       `RETURNING t.${quote(key)}`;
   }
 
-  /** The statement for rows as for BulkInsert, each with its expected guard value in `hcp_expected`. */
-  statement(rows: ReadonlyArray<Record<string, unknown>>): { sql: string; params: unknown[] } {
-    return { sql: this.sql, params: [JSON.stringify(rows), rows.map((row) => row[this.key])] };
+  /**
+   * The update as one data-modifying statement of a larger one, for rows as for BulkInsert each with its
+   * expected guard value in `hcp_expected`; its parameters are `$param` and `$param + 1`.
+   */
+  statement(rows: ReadonlyArray<Record<string, unknown>>, param: number): BulkStatement {
+    return { sql: this.sql(param), params: [JSON.stringify(rows), rows.map((row) => row[this.key])] };
   }
 }

@@ -8,7 +8,7 @@ const ROWS_CHANGED = 'HC412';
 /**
  * Sends a batch that is one statement together with the checkpoint's move, as one statement: one round
  * trip and one implicit transaction, where a checkpointed transaction takes three (START, the work, the
- * move with COMMIT). The move runs after the statement's writes (it counts their rows) and raises when
+ * move with COMMIT). The move runs after the batch's writes (it counts their rows) and raises when
  * they are fewer than the batch counted on (a row someone else wrote since), which rolls back the whole
  * statement: answers false, and the batch goes through a transaction instead. A checkpoint another
  * instance moved raises CheckpointMovedError, as in a transaction.
@@ -20,9 +20,9 @@ export async function inCheckpointedStatement(
 ): Promise<boolean> {
   const n = batch.params.length;
   const sql =
-    `WITH written AS (${batch.sql}) ` +
+    `WITH ${batch.statements.map((statement, i) => `written_${i} AS (${statement})`).join(', ')} ` +
     `SELECT hcp_move_checkpoint_after_writes($${n + 1}, $${n + 2}::bigint, $${n + 3}::bigint, ` +
-    `(SELECT count(*) FROM written), $${n + 4}::bigint)`;
+    `${batch.statements.map((_, i) => `(SELECT count(*) FROM written_${i})`).join(' + ')}, $${n + 4}::bigint)`;
   try {
     await db.query(sql, [...batch.params, projection, previous.toString(), next.toString(), batch.rows]);
   } catch (err) {

@@ -37,6 +37,7 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     | {
         select: string;
         upsert: BulkInsert;
+        insertIfAbsent: BulkInsert;
         guardedUpdate: GuardedBulkUpdate;
         columns: Array<[property: string, column: string]>;
       }
@@ -91,28 +92,50 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
   }
 
   /**
-   * A batch of rows this projection remembers writing, as one guarded UPDATE: no read. Only for events
-   * after what it remembers: a replay (after a restart, or a transaction that failed at its COMMIT) may be
-   * of rows the table never kept, which only the table can tell.
+   * A batch as one statement, without reading its rows first, when each row is one this projection
+   * remembers writing (overwritten where it still holds the remembered position) or one the batch starts
+   * (its aggregate's first event: inserted where there is none). Only for events after what it remembers:
+   * a replay (after a restart, or a transaction that failed at its COMMIT) may be of rows the table never
+   * kept, which only the table can tell. A row the table holds otherwise makes the statement write fewer
+   * rows than it counts on, and the batch goes through `apply`.
    */
   oneStatement(events: DecodedEvent[]): OneStatementBatch | null {
     if (!this.sql || events.length === 0) return null;
-    const remembered = new Map<string, { state: S; position: bigint }>();
+    const from = new Map<string, { state: S | null; position: bigint }>();
     for (const e of events) {
       const id = this.idOf(e.streamId);
-      const row = remembered.get(id) ?? this.written.get(id);
+      if (from.has(id)) continue;
+      const row = this.written.get(id) ?? (e.revision === 0n ? { state: null, position: -1n } : undefined);
       if (!row || row.position >= e.position) return null;
-      remembered.set(id, row);
+      from.set(id, row);
     }
-    const folded = this.fold(events, remembered);
+    const folded = this.fold(events, from);
     if (folded.length === 0) return null;
+    const known = folded.filter((f) => f.previous >= 0n);
+    const started = folded.filter((f) => f.previous < 0n);
+    const parts = [
+      known.length > 0
+        ? this.sql.guardedUpdate.statement(
+            known.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),
+            1,
+          )
+        : null,
+      started.length > 0
+        ? this.sql.insertIfAbsent.statement(
+            started.map((f) => f.columns),
+            known.length > 0 ? 3 : 1,
+          )
+        : null,
+    ].filter((part) => part !== null);
     return {
-      ...this.sql.guardedUpdate.statement(folded.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() }))),
+      statements: parts.map((part) => part.sql),
+      params: parts.flatMap((part) => part.params),
       rows: folded.length,
       committed: () => {
         for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
       },
-      // A row someone else wrote since (or that a rolled-back transaction of ours never did): `apply` reads them all.
+      // A row someone else wrote since (or that a rolled-back transaction of ours never did, or a row the
+      // table had before its first event came round again): `apply` reads them all.
       refused: () => {
         for (const f of folded) this.written.delete(f.id);
       },
@@ -163,6 +186,7 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
       this.sql = {
         select: `SELECT ${column('id')} AS id, ${column('state')} AS state, ${column('position')} AS position FROM "${this.table}" WHERE ${column('id')} = ANY($1)`,
         upsert: new BulkInsert({ ...table, onConflict: 'update' }),
+        insertIfAbsent: new BulkInsert({ ...table, onConflict: 'nothing' }),
         guardedUpdate: new GuardedBulkUpdate(table, metadata.findColumnWithPropertyName('position')!.databaseName),
         columns: metadata.columns.map((c) => [c.propertyName, c.databaseName]),
       };

@@ -30,12 +30,15 @@ export interface Projection {
   oneStatement?(events: DecodedEvent[]): OneStatementBatch | null;
 }
 
-/** A batch written by one data-modifying statement (`UPDATE ... RETURNING`): one returned row per row written. */
+/**
+ * A batch written by one statement: data-modifying statements (`UPDATE`/`INSERT ... RETURNING`) that the
+ * runner joins in one `WITH`, each returning one row per row it wrote.
+ */
 export interface OneStatementBatch {
-  /** The statement, top-level-able inside a `WITH`; its parameters are `$1..$n` of `params`. */
-  sql: string;
+  /** Each top-level-able inside a `WITH`; together they take the parameters `$1..$n` of `params`. */
+  statements: string[];
   params: unknown[];
-  /** The rows it must write for the batch to count as applied. */
+  /** The rows they must write together for the batch to count as applied. */
   rows: number;
   /** It committed with the checkpoint's move. */
   committed(): void;

@@ -33,7 +33,9 @@ describe('a projection batch sent as one statement with its checkpoint move (rea
   const batchOf = (markers: string[], rows = markers.length) => {
     const settled: string[] = [];
     const batch: OneStatementBatch = {
-      sql: `UPDATE projection_checkpoints SET position = 2 WHERE name = ANY($1::text[]) AND position = 1 RETURNING name`,
+      statements: [
+        `UPDATE projection_checkpoints SET position = 2 WHERE name = ANY($1::text[]) AND position = 1 RETURNING name`,
+      ],
       params: [markers],
       rows,
       committed: () => settled.push('committed'),
@@ -73,6 +75,43 @@ describe('a projection batch sent as one statement with its checkpoint move (rea
     expect(await position(written)).toBe('1');
     expect(await position(movedOn)).toBe('5');
     expect(settled).toEqual(['refused']);
+  });
+
+  it('counts the rows of every statement it joins: one that writes none refuses them all', async () => {
+    const name = `p-${randomUUID()}`;
+    await at(name, 4);
+    const updated = `m-${randomUUID()}`;
+    const present = `m-${randomUUID()}`;
+    await at(updated, 1);
+    await at(present, 7);
+    const settled: string[] = [];
+    const batch: OneStatementBatch = {
+      statements: [
+        `UPDATE projection_checkpoints SET position = 2 WHERE name = $1 AND position = 1 RETURNING name`,
+        `INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($2, 1, now()) ON CONFLICT (name) DO NOTHING RETURNING 1`,
+      ],
+      params: [updated, present],
+      rows: 2,
+      committed: () => settled.push('committed'),
+      refused: () => settled.push('refused'),
+    };
+
+    await expect(
+      inCheckpointedStatement(database.ds, { projection: name, previous: 4n, next: 9n }, batch),
+    ).resolves.toBe(false);
+    expect(await position(updated)).toBe('1');
+    expect(await position(name)).toBe('4');
+    expect(settled).toEqual(['refused']);
+
+    const absent = `m-${randomUUID()}`;
+    await expect(
+      inCheckpointedStatement(
+        database.ds,
+        { projection: name, previous: 4n, next: 9n },
+        { ...batch, params: [updated, absent] },
+      ),
+    ).resolves.toBe(true);
+    expect(await Promise.all([position(updated), position(absent), position(name)])).toEqual(['2', '1', '9']);
   });
 
   it('refuses a move from where the checkpoint is not, and keeps nothing of the rows', async () => {

@@ -185,6 +185,42 @@ describe('folded-state projection (VM read model)', () => {
       expect(stored[0].p).toBe(provisioned.position.toString());
     });
 
+    it('inserts the row of an aggregate whose first event the batch holds in one statement, beside rows it remembers', async () => {
+      const projection = vmReadModelProjection();
+      const known = randomUUID();
+      const knownData = createData(known);
+      const knownCreate = decoded(known, decideVm(null, { type: 'create', data: knownData })[0]);
+      await applyAsRunner(projection, [knownCreate]);
+
+      const fresh = randomUUID();
+      const freshCreate = {
+        ...decoded(fresh, decideVm(null, { type: 'create', data: createData(fresh) })[0]),
+        revision: 0n,
+      };
+      const knownProvisioned = decoded(known, provisionedOf(knownData));
+      expect((await applyAsRunner(projection, [freshCreate, knownProvisioned])).way).toBe('one statement');
+      expect((await row(fresh)).state).toEqual(foldOf([freshCreate]));
+      expect(BigInt((await row(fresh)).position)).toBe(freshCreate.position);
+      expect((await row(known)).state).toEqual(foldOf([knownCreate, knownProvisioned]));
+    });
+
+    it('goes through a transaction when the row of a first event is in the table already, and keeps it', async () => {
+      const ours = vmReadModelProjection();
+      const warm = randomUUID();
+      await applyAsRunner(ours, [decoded(warm, decideVm(null, { type: 'create', data: createData(warm) })[0])]);
+      // Another instance (a rebuild, a dead letter retried elsewhere) wrote this VM's row further on.
+      const id = randomUUID();
+      const data = createData(id);
+      const create = { ...decoded(id, decideVm(null, { type: 'create', data })[0]), revision: 0n };
+      const provisioned = decoded(id, provisionedOf(data));
+      await apply([create, provisioned]);
+
+      expect((await applyAsRunner(ours, [create])).way).toBe('transaction');
+      const r = await row(id);
+      expect(r.status).toBe('running');
+      expect(BigInt(r.position)).toBe(provisioned.position);
+    });
+
     it('reads and folds again a row someone else wrote since, instead of overwriting it', async () => {
       const ours = vmReadModelProjection();
       const id = randomUUID();
