@@ -3,6 +3,7 @@ import { CheckpointMovedError } from '../../../projections/runner/dead-letters';
 import { inCheckpointedStatement } from '../../../projections/runner/checkpointed-statement';
 import { OneStatementBatch } from '../../../projections/runner/projection';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
+import { projectionCheckpoints } from '../../support/projection-checkpoints';
 
 describe('a projection batch sent as one statement with its checkpoint move (real PostgreSQL)', () => {
   let database: MigratedDatabase;
@@ -15,17 +16,8 @@ describe('a projection batch sent as one statement with its checkpoint move (rea
     await database?.close();
   });
 
-  const position = async (name: string): Promise<string | null> => {
-    const rows = await database.ds.query(`SELECT position::text AS p FROM projection_checkpoints WHERE name = $1`, [
-      name,
-    ]);
-    return rows.length ? rows[0].p : null;
-  };
-  const at = async (name: string, value: number) =>
-    database.ds.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, $2, now())`, [
-      name,
-      value,
-    ]);
+  const position = (name: string) => projectionCheckpoints(database.ds).position(name);
+  const at = (name: string, value: number) => projectionCheckpoints(database.ds).at(name, value);
   /**
    * A batch that moves marker rows (other checkpoint rows, so the test needs no table of its own) from 1 to
    * 2, counting on `rows` of them, and tells how it settled.

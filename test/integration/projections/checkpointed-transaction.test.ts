@@ -4,6 +4,7 @@ import { ProjectionCheckpoint } from '@hcp/projections';
 import { CheckpointMovedError } from '../../../projections/runner/dead-letters';
 import { inCheckpointedTransaction } from '../../../projections/runner/checkpointed-transaction';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
+import { projectionCheckpoints } from '../../support/projection-checkpoints';
 
 describe('a projection transaction opened with its checkpoint move (real PostgreSQL)', () => {
   let database: MigratedDatabase;
@@ -16,17 +17,8 @@ describe('a projection transaction opened with its checkpoint move (real Postgre
     await database?.close();
   });
 
-  const position = async (name: string): Promise<string | null> => {
-    const rows = await database.ds.query(`SELECT position::text AS p FROM projection_checkpoints WHERE name = $1`, [
-      name,
-    ]);
-    return rows.length ? rows[0].p : null;
-  };
-  const at = async (name: string, value: number) =>
-    database.ds.query(`INSERT INTO projection_checkpoints (name, position, updated_at) VALUES ($1, $2, now())`, [
-      name,
-      value,
-    ]);
+  const position = (name: string) => projectionCheckpoints(database.ds).position(name);
+  const at = (name: string, value: number) => projectionCheckpoints(database.ds).at(name, value);
   /** A row written by the work: another checkpoint row, so the test needs no table of its own. */
   const marker = () => `marker-${randomUUID()}`;
   const writeMarker = (tx: EntityManager, name: string) =>
