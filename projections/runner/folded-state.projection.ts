@@ -2,7 +2,7 @@ import { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import { DomainEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { LRUCache } from 'lru-cache';
-import { BulkInsert, EXPECTED, GuardedBulkUpdate } from './bulk-insert';
+import { BulkInsert, BulkStatement, EXPECTED, GuardedBulkUpdate } from './bulk-insert';
 import { OneStatementBatch } from './projection';
 import { RebuildableProjection } from './projection-rebuild';
 
@@ -88,7 +88,7 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
       folded.map((f) => f.columns),
     );
     // Remembered before the COMMIT, which may still fail: the guard of the next one-statement batch finds out.
-    for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
+    this.remember(folded);
   }
 
   /**
@@ -113,33 +113,42 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     if (folded.length === 0) return null;
     const known = folded.filter((f) => f.previous >= 0n);
     const started = folded.filter((f) => f.previous < 0n);
-    const parts = [
-      known.length > 0
-        ? this.sql.guardedUpdate.statement(
-            known.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),
-            1,
-          )
-        : null,
-      started.length > 0
-        ? this.sql.insertIfAbsent.statement(
-            started.map((f) => f.columns),
-            known.length > 0 ? 3 : 1,
-          )
-        : null,
-    ].filter((part) => part !== null);
+    // Each statement's parameters are numbered on from those of the statements before it.
+    const statements: string[] = [];
+    const params: unknown[] = [];
+    const add = (part: BulkStatement) => {
+      statements.push(part.sql);
+      params.push(...part.params);
+    };
+    if (known.length > 0)
+      add(
+        this.sql.guardedUpdate.statement(
+          known.map((f) => ({ ...f.columns, [EXPECTED]: f.previous.toString() })),
+          params.length + 1,
+        ),
+      );
+    if (started.length > 0)
+      add(
+        this.sql.insertIfAbsent.statement(
+          started.map((f) => f.columns),
+          params.length + 1,
+        ),
+      );
     return {
-      statements: parts.map((part) => part.sql),
-      params: parts.flatMap((part) => part.params),
+      statements,
+      params,
       rows: folded.length,
-      committed: () => {
-        for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
-      },
+      committed: () => this.remember(folded),
       // A row someone else wrote since (or that a rolled-back transaction of ours never did, or a row the
       // table had before its first event came round again): `apply` reads them all.
       refused: () => {
         for (const f of folded) this.written.delete(f.id);
       },
     };
+  }
+
+  private remember(folded: Folded<S>[]): void {
+    for (const f of folded) this.written.set(f.id, { state: f.state, position: f.position });
   }
 
   /** The rows `events` make of the rows they start from (`from`, by id; absent: no row yet). */
