@@ -627,6 +627,44 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await driver.deleteVm(other.hcp_id, op());
     });
 
+    it('reads a task’s status again when the read meets a lock, and never sends the task’s call twice', async () => {
+      const busy = f.sim.addFault({
+        kind: 'error',
+        status: 500,
+        message: "can't lock file '/var/lock/qemu-server/lock.conf' - got timeout",
+        method: 'GET',
+        path: '/nodes/{node}/tasks/{upid}/status',
+        times: 3,
+      });
+      const spec = specFor({ power_on: false });
+      const mark = f.sim.requests.length;
+      await driver.createVm(spec, op());
+      expect(f.sim.faultHits(busy)).toBe(3);
+      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toHaveLength(1);
+      expect(onlyVm(spec.hcp_id).name).toBe('web-1');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('gives up reading a task’s status that stays unreadable at the deadline with PROVIDER_TIMEOUT, and clones once', async () => {
+      f.sim.addFault({
+        kind: 'error',
+        status: 500,
+        message: "can't lock file '/var/lock/qemu-server/lock.conf' - got timeout",
+        method: 'GET',
+        path: '/nodes/{node}/tasks/{upid}/status',
+      });
+      const spec = specFor({ power_on: false });
+      const mark = f.sim.requests.length;
+      const err = await caught(driver.createVm(spec, ctx(600)));
+      expect(err.code).toBe('PROVIDER_TIMEOUT');
+      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toHaveLength(1);
+      f.sim.clearFaults();
+      await driver.createVm(spec, op());
+      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toHaveLength(1);
+      expect(onlyVm(spec.hcp_id).name).toBe('web-1');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
     it('retries with backoff while the VM is locked, and succeeds when the lock goes', async () => {
       const locked = f.sim.addFault({
         kind: 'error',

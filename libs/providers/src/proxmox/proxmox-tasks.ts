@@ -30,8 +30,10 @@ export async function waitTask(
     try {
       st = await cluster.client.get('/nodes/{node}/tasks/{upid}/status', { node, upid }, ctx);
     } catch (err) {
-      // A task may not be visible on the node for a moment after it was started.
-      if (!(err instanceof ProxmoxApiError && err.status === 400 && /no such task/i.test(err.allText))) throw err;
+      // The status is read again: a task may not be visible on the node for a moment after it was
+      // started, and a read refused for a lock or a busy server says nothing of the task. Thrown on, a
+      // lock error would make withLockRetry send the task's call again, though Proxmox took it.
+      if (!unreadableForNow(err)) throw err;
     }
     if (st?.status === 'stopped') {
       const exit = typeof st.exitstatus === 'string' ? st.exitstatus : 'unexpected status';
@@ -54,6 +56,12 @@ export async function waitTask(
     await pause(delay, ctx, `task ${taskType}`);
     delay = Math.min(delay * 1.5, cluster.timing.taskPollMaxMs);
   }
+}
+
+/** A failed read of a task's status that may succeed if repeated. */
+function unreadableForNow(err: unknown): boolean {
+  if (!(err instanceof ProxmoxApiError)) return false;
+  return (err.status === 400 && /no such task/i.test(err.allText)) || isLockError(err) || err.retryable;
 }
 
 /** The last lines of a task's log, for ops; [] when it cannot be read. */
