@@ -7,6 +7,7 @@ export {
   type ProjectionStatus,
   restartBackoffMs,
 } from './runner/projection-runner';
+export { ProjectionLocks } from './runner/projection-locks';
 export {
   DEAD_LETTER_STATUSES,
   retryDeadLetter,

@@ -1,11 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { EventSchemaViolation } from '@hcp/domain';
 import { DomainEventCodec, EventStore, RecordedEvent, START_POSITION, Subscription } from '@hcp/eventstore';
 import { inCheckpointedStatement } from './checkpointed-statement';
 import { inCheckpointedTransaction } from './checkpointed-transaction';
 import { DeadLetterRecorded, errorText, insertDeadLetter, isTransientFailure } from './dead-letters';
 import { Projection } from './projection';
+import { ProjectionLock, ProjectionLocks } from './projection-locks';
 
 export interface ProjectionRunnerOptions {
   batchSize: number;
@@ -31,6 +32,11 @@ export interface ProjectionRunnerOptions {
    * when no batch it acts on comes to carry it. Default 250 ms.
    */
   idleCheckpointMs?: number;
+  /**
+   * Where the runner takes the advisory lock that makes it the active instance: the process's shared
+   * locks (one session for all its projections), or by default a session of the runner's own.
+   */
+  locks?: ProjectionLocks;
 }
 
 export const DEFAULT_MAX_RETRY_MS = 30_000;
@@ -130,6 +136,9 @@ export class ProjectionRunner {
   /** Rejects the waits of the loop (connection, lock, checkpoint) as soon as stop() is called. */
   private readonly stopping: Promise<never>;
   private signalStop: () => void = () => undefined;
+  private readonly locks: ProjectionLocks;
+  /** The runner opened its locks itself, so it closes them when it stops. */
+  private readonly ownsLocks: boolean;
 
   constructor(
     private readonly db: DataSource,
@@ -139,6 +148,8 @@ export class ProjectionRunner {
     private readonly options: ProjectionRunnerOptions = { batchSize: 500, retryMs: 1000 },
   ) {
     this.logger = new Logger(`projection:${projection.name}`);
+    this.ownsLocks = !options.locks;
+    this.locks = options.locks ?? new ProjectionLocks(db);
     this.stopping = new Promise<never>((_resolve, reject) => {
       this.signalStop = () => reject(new RunnerStoppedError());
     });
@@ -172,31 +183,12 @@ export class ProjectionRunner {
   private async supervise(): Promise<void> {
     while (!this.stopped) {
       let failure: { err: unknown } | undefined;
-      const lock = this.db.createQueryRunner();
-      // Kept so a connection that arrives after stop() is given back to the pool, not leaked.
-      const connecting = lock.connect();
-      const connection: { state: 'pending' | 'open' | 'failed' } = { state: 'pending' };
-      connecting.then(
-        () => {
-          connection.state = 'open';
-        },
-        () => {
-          connection.state = 'failed';
-        },
-      );
-      let session: LockSession | undefined;
-      const onLost = (err?: Error) => this.loseLock(err);
       this.lockLost = null;
+      const acquiring = this.locks.tryAcquire(`hcp-projection:${this.projection.name}`, (err) => this.loseLock(err));
+      let lock: ProjectionLock | null = null;
       try {
-        session = (await this.unlessStopped(connecting)) as LockSession | undefined;
-        // The lock lives as long as this session: a terminated session (a DBA, a failover) ends the run,
-        // instead of applying on while another instance takes the lock.
-        session?.on('error', onLost);
-        session?.on('end', onLost);
-        const [{ locked }] = await this.unlessStopped(
-          lock.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [`hcp-projection:${this.projection.name}`]),
-        );
-        if (locked && !this.stopped) {
+        lock = await this.unlessStopped(acquiring);
+        if (lock && !this.stopped) {
           this.active = true;
           await this.runActive();
         }
@@ -209,33 +201,23 @@ export class ProjectionRunner {
           );
         }
       } finally {
-        session?.removeListener('error', onLost);
-        session?.removeListener('end', onLost);
         this.active = false;
         await this.subscription?.stop().catch(() => undefined);
         this.subscription = null;
-        await this.releaseLock(lock, connecting, connection.state);
+        // A lock that comes after stop() is given back as soon as it does.
+        if (lock) await lock.release();
+        else
+          void acquiring.then(
+            (late) => late?.release(),
+            () => undefined,
+          );
       }
       if (this.stopped) break;
       await this.sleep(
         failure ? restartWaitMs(failure.err, this.consecutiveFailures, this.options) : this.options.retryMs,
       );
     }
-  }
-
-  /** Gives the lock session back: unlocked and released now, or as soon as a late connection arrives. */
-  private async releaseLock(
-    lock: QueryRunner,
-    connecting: Promise<void>,
-    state: 'pending' | 'open' | 'failed',
-  ): Promise<void> {
-    const release = async () => {
-      await lock.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
-      await lock.release().catch(() => undefined);
-    };
-    if (state === 'pending') void connecting.then(release, () => undefined);
-    else if (state === 'open') await release();
-    else await lock.release().catch(() => undefined);
+    if (this.ownsLocks) await this.locks.close();
   }
 
   /** The promise, unless stop() comes first: then RunnerStoppedError, so the loop ends without waiting on it. */
@@ -243,12 +225,9 @@ export class ProjectionRunner {
     return Promise.race([promise, this.stopping]);
   }
 
-  private loseLock(err?: Error): void {
-    this.lockLost = new Error(
-      `the session holding the advisory lock ended: connection lost${err ? ` (${errorText(err)})` : ''}`,
-      { cause: err },
-    );
-    this.failRun?.(this.lockLost);
+  private loseLock(err: Error): void {
+    this.lockLost = err;
+    this.failRun?.(err);
   }
 
   /** Counts a failure once (a batch failure may also end the run), for the backoff and the metric. */
@@ -507,12 +486,6 @@ class RunnerStoppedError extends Error {
     super('stopping');
     this.name = 'RunnerStoppedError';
   }
-}
-
-/** The pg client behind the lock's query runner: what tells that the session ended. */
-interface LockSession {
-  on(event: 'error' | 'end', listener: (err?: Error) => void): unknown;
-  removeListener(event: 'error' | 'end', listener: (err?: Error) => void): unknown;
 }
 
 /** Failures already counted: one failure may pass through a batch, a lone try and the run's end. */

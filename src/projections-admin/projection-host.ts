@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { createPublisher, MESSAGING_TOPICS, MessagePublisher } from '@hcp/messaging';
-import { Projection, ProjectionRunner, publisherSinks, readModelProjections } from '@hcp/projections';
+import { Projection, ProjectionLocks, ProjectionRunner, publisherSinks, readModelProjections } from '@hcp/projections';
 import { HcpConfig } from '../config/hcp-config';
 import { HcpMetrics } from '../platform/observability/hcp-metrics';
 import { HcpRuntime } from '../platform/runtime/hcp-runtime';
@@ -18,6 +18,8 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
   private readonly processManagers: Projection[] = [];
   readonly runners: ProjectionRunner[] = [];
   private lagProbe: NodeJS.Timeout | null = null;
+  /** The advisory locks of every runner here, on one session: a lock costs the read-model pool no connection. */
+  private locks: ProjectionLocks | null = null;
   private publisher: MessagePublisher | null = null;
   /** The projections with their live sinks: those this process runs, or built on demand for a retry. */
   private live: Promise<Projection[]> | null = null;
@@ -44,6 +46,8 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
     if (!this.config.roles.includes('projections')) return;
     const { dataSource, eventStore, codec } = this.runtime;
     const projections = await this.liveProjections();
+    const locks = new ProjectionLocks(dataSource);
+    this.locks = locks;
     for (const projection of projections) {
       const name = projection.name;
       // At 0 from the start, so alerts on their increase see the first failure or dead letter.
@@ -53,6 +57,7 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
         batchSize: 500,
         retryMs: 1000,
         maxRetryMs: 30_000,
+        locks,
         onDeadLetter: () => this.metrics.projectionDeadLetters.inc({ projection: name }),
         onFailure: () => this.metrics.projectionFailures.inc({ projection: name }),
         onUnknownEvent: (type) => this.metrics.unknownEvents.inc({ projection: name, type: type.slice(0, 100) }),
@@ -143,6 +148,7 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationShutdown(): Promise<void> {
     if (this.lagProbe) clearInterval(this.lagProbe);
     await Promise.all(this.runners.map((p) => p.stop()));
+    await this.locks?.close();
     await this.publisher?.disconnect();
   }
 }

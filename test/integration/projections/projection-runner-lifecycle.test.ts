@@ -11,7 +11,7 @@ import {
   SubscribeOptions,
   Subscription,
 } from '@hcp/eventstore';
-import { Projection, ProjectionRunner } from '@hcp/projections';
+import { Projection, ProjectionLocks, ProjectionRunner } from '@hcp/projections';
 import { createDataSource } from '../../../src/platform/persistence/data-source';
 import { vmCreateRequest } from '../../fakes/vm-histories';
 import { eventually } from '../../support/api-client';
@@ -31,6 +31,15 @@ class CountingStore {
             }
           : Reflect.get(target, prop, receiver),
     });
+  }
+}
+
+/** The process's locks, with a count of the tries to take one. */
+class CountingLocks extends ProjectionLocks {
+  tries = 0;
+  override tryAcquire(key: string, onLost: (err: Error) => void) {
+    this.tries++;
+    return super.tryAcquire(key, onLost);
   }
 }
 
@@ -110,20 +119,16 @@ describe('projection runner: stopping, restarts and poison events (real PostgreS
     const holder = await session();
     await holder.query(`SELECT pg_advisory_lock(hashtext($1))`, [lockKey(projection.name)]);
     const counting = new CountingStore(store);
-    let lockSessions = 0;
-    const db = new Proxy(ds, {
-      get: (target, prop, receiver) =>
-        prop === 'createQueryRunner'
-          ? () => {
-              lockSessions++;
-              return target.createQueryRunner();
-            }
-          : Reflect.get(target, prop, receiver),
+    const locks = new CountingLocks(ds);
+    cleanups.push(() => locks.close());
+    const runner = new ProjectionRunner(ds, counting.asStore(), codec, projection, {
+      batchSize: 10,
+      retryMs: 5,
+      locks,
     });
-    const runner = new ProjectionRunner(db, counting.asStore(), codec, projection, { batchSize: 10, retryMs: 5 });
     runner.start();
     // Standing by: it tries the lock, waits, tries again...
-    await eventually(async () => (lockSessions >= 3 ? true : undefined), 'the runner to try the lock a few times');
+    await eventually(async () => (locks.tries >= 3 ? true : undefined), 'the runner to try the lock a few times');
 
     await runner.stop();
     expect(runner.status().active).toBe(false);
@@ -158,6 +163,28 @@ describe('projection runner: stopping, restarts and poison events (real PostgreS
       'the late connection to be given back',
     );
     expect(counting.subscriptions).toBe(0);
+  });
+
+  it('runs more projections than its pool has connections when they share the process’s locks', async () => {
+    const narrow = createDataSource(database.db.url, { poolSize: 3 });
+    await narrow.initialize();
+    const locks = new ProjectionLocks(narrow);
+    cleanups.push(
+      () => narrow.destroy(),
+      () => locks.close(),
+    );
+    const projections = Array.from({ length: 5 }, () => new CreatedVms(prefix()));
+    for (const projection of projections) {
+      const runner = new ProjectionRunner(narrow, store, codec, projection, { batchSize: 10, retryMs: 10, locks });
+      runners.push(runner);
+      runner.start();
+    }
+    const created = await Promise.all(projections.map((p) => appendCreate(p.prefix)));
+    await eventually(
+      async () => (projections.every((p, i) => p.seen.includes(created[i])) ? true : undefined),
+      'every projection to apply its create',
+      10_000,
+    );
   });
 
   it('stops while it waits for its checkpoint, and never subscribes afterwards', async () => {
