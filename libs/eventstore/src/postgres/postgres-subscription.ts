@@ -79,13 +79,18 @@ export class PostgresSubscription implements Subscription {
     let blockedRetryMs = FIRST_BLOCKED_RETRY_MS;
     let failureRetryMs = FIRST_FAILURE_RETRY_MS;
     let failingSince: number | undefined;
+    /** The read of the page after a full one, started before that page's events were handled. */
+    let ahead: Promise<SubscriptionPage> | undefined;
+    const read = (after: bigint): Promise<SubscriptionPage> => {
+      // Anything signalled before this read is covered by it.
+      this.wakeup.clear();
+      return readPage(after);
+    };
 
     while (!this.stopped) {
       let page: SubscriptionPage;
       try {
-        // Anything signalled before this read is covered by it.
-        this.wakeup.clear();
-        page = await readPage(cursor);
+        page = await (ahead ?? read(cursor));
         failingSince = undefined;
         failureRetryMs = FIRST_FAILURE_RETRY_MS;
       } catch (err) {
@@ -94,14 +99,24 @@ export class PostgresSubscription implements Subscription {
         await this.wakeup.wait(failureRetryMs);
         failureRetryMs = Math.min(failureRetryMs * 2, MAX_FAILURE_RETRY_MS);
         continue;
+      } finally {
+        ahead = undefined;
       }
 
+      // More is readable right away: the database reads the next page while the handler works on this
+      // one (a catch-up, a rebuild), instead of each waiting on the other.
+      const end = pageEnd(page, cursor);
+      if (page.full) {
+        ahead = read(end);
+        // Left unread when the handler fails or the subscription stops: its failure is nobody's.
+        ahead.catch(() => undefined);
+      }
       for (const event of page.events) {
         if (this.stopped) return;
         await handler(event);
         cursor = event.position;
       }
-      if (page.scannedTo !== undefined && page.scannedTo > cursor) cursor = page.scannedTo;
+      cursor = end;
 
       if (page.full) continue;
       if (page.blocked) {
@@ -123,6 +138,12 @@ export class PostgresSubscription implements Subscription {
       });
     queueMicrotask(() => onError(error));
   }
+}
+
+/** Where the next read starts once every event of `page` is handled: past what it examined. */
+function pageEnd(page: SubscriptionPage, cursor: bigint): bigint {
+  const last = page.events.at(-1)?.position ?? cursor;
+  return page.scannedTo !== undefined && page.scannedTo > last ? page.scannedTo : last;
 }
 
 /** A sticky wake-up signal: a signal that arrives while nobody waits is kept for the next wait. */
