@@ -154,6 +154,8 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
     return vms[0];
   };
   const requestsSince = (mark: number) => f.sim.requests.slice(mark);
+  const clonesSince = (mark: number) =>
+    requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone');
 
   describe('the VM it creates', () => {
     it('is a full clone configured from the spec: name, tags, cores, memory, cloud-init, net0, description, disk size', async () => {
@@ -400,7 +402,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const mark = f.sim.requests.length;
       await driver.createVm(spec, op());
       expect(f.sim.faultHits(fault)).toBe(1);
-      const clones = requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone');
+      const clones = clonesSince(mark);
       expect(clones).toHaveLength(2);
       expect(clones[0].status).toBe(500);
       expect(clones[1].params.newid).not.toBe(clones[0].params.newid);
@@ -445,7 +447,7 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       const mark = f.sim.requests.length;
       const vm = await driver.createVm(spec, op());
       expect(vm.power_state).toBe('running');
-      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toEqual([]);
+      expect(clonesSince(mark)).toEqual([]);
       expect(onlyVm(spec.hcp_id).name).toBe('web-1');
       await driver.deleteVm(spec.hcp_id, op());
     });
@@ -627,40 +629,38 @@ describe('ProxmoxDriver on the Proxmox simulator', () => {
       await driver.deleteVm(other.hcp_id, op());
     });
 
-    it('reads a task’s status again when the read meets a lock, and never sends the task’s call twice', async () => {
-      const busy = f.sim.addFault({
-        kind: 'error',
-        status: 500,
-        message: "can't lock file '/var/lock/qemu-server/lock.conf' - got timeout",
-        method: 'GET',
-        path: '/nodes/{node}/tasks/{upid}/status',
-        times: 3,
-      });
-      const spec = specFor({ power_on: false });
-      const mark = f.sim.requests.length;
-      await driver.createVm(spec, op());
-      expect(f.sim.faultHits(busy)).toBe(3);
-      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toHaveLength(1);
-      expect(onlyVm(spec.hcp_id).name).toBe('web-1');
-      await driver.deleteVm(spec.hcp_id, op());
-    });
-
-    it('gives up reading a task’s status that stays unreadable at the deadline with PROVIDER_TIMEOUT, and clones once', async () => {
+    /** Task status reads refused for a lock: `times` of them, or every one until the faults are cleared. */
+    const lockOnStatusReads = (times?: number) =>
       f.sim.addFault({
         kind: 'error',
         status: 500,
         message: "can't lock file '/var/lock/qemu-server/lock.conf' - got timeout",
         method: 'GET',
         path: '/nodes/{node}/tasks/{upid}/status',
+        ...(times === undefined ? {} : { times }),
       });
+
+    it('reads a task’s status again when the read meets a lock, and never sends the task’s call twice', async () => {
+      const busy = lockOnStatusReads(3);
+      const spec = specFor({ power_on: false });
+      const mark = f.sim.requests.length;
+      await driver.createVm(spec, op());
+      expect(f.sim.faultHits(busy)).toBe(3);
+      expect(clonesSince(mark)).toHaveLength(1);
+      expect(onlyVm(spec.hcp_id).name).toBe('web-1');
+      await driver.deleteVm(spec.hcp_id, op());
+    });
+
+    it('gives up reading a task’s status that stays unreadable at the deadline with PROVIDER_TIMEOUT, and clones once', async () => {
+      lockOnStatusReads();
       const spec = specFor({ power_on: false });
       const mark = f.sim.requests.length;
       const err = await caught(driver.createVm(spec, ctx(600)));
       expect(err.code).toBe('PROVIDER_TIMEOUT');
-      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toHaveLength(1);
+      expect(clonesSince(mark)).toHaveLength(1);
       f.sim.clearFaults();
       await driver.createVm(spec, op());
-      expect(requestsSince(mark).filter((r) => r.endpoint === '/nodes/{node}/qemu/{vmid}/clone')).toHaveLength(1);
+      expect(clonesSince(mark)).toHaveLength(1);
       expect(onlyVm(spec.hcp_id).name).toBe('web-1');
       await driver.deleteVm(spec.hcp_id, op());
     });
