@@ -260,6 +260,29 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
+  it('answers stream reads asked at once in fewer statements, each as a read of its own would', async () => {
+    const prefix = uniquePrefix();
+    const streams = Array.from({ length: 8 }, (_, i) => `${prefix}vm-${i}`);
+    for (const [i, streamId] of streams.entries()) await fixture.store.append(streamId, newEvents(i + 1), 'no_stream');
+    const alone = new Map<string, RecordedEvent[]>();
+    for (const streamId of streams) alone.set(streamId, await fixture.store.readStream(streamId, { fromRevision: 1n }));
+    const reads = jest.spyOn(fixture.pool, 'query');
+    try {
+      // Every stream twice (once whole, once from revision 1) and one that does not exist.
+      const asked = [...streams, ...streams, `${prefix}vm-absent`];
+      const answers = await Promise.all(
+        asked.map((streamId, i) => fixture.store.readStream(streamId, { fromRevision: i < 8 ? 0n : 1n })),
+      );
+
+      expect(reads.mock.calls.length).toBeLessThan(asked.length);
+      expect(answers.slice(0, 8).map((events) => events.length)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(answers.slice(8, 16)).toEqual(streams.map((streamId) => alone.get(streamId)));
+      expect(answers[16]).toEqual([]);
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
   it('shares one LISTEN connection between subscriptions and gives it back when the last one stops', async () => {
     const listening = async (): Promise<number> => {
       const { rows } = await fixture.pool.query<{ n: string }>(

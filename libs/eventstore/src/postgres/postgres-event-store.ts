@@ -24,6 +24,7 @@ import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
 import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
 import { CoalescedPageReads } from './coalesced-page-reads';
+import { CoalescedStreamReads } from './coalesced-stream-reads';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
 
 export {
@@ -118,6 +119,7 @@ export class PostgresEventStore implements EventStore {
   private readonly notifier: CommitNotifier;
   private readonly subscriptions = new Set<PostgresSubscription>();
   private readonly pageReads = new CoalescedPageReads<PageRow>((after, prefixes) => this.readPageRows(after, prefixes));
+  private readonly streamReads = new CoalescedStreamReads((wanted) => this.readWanted(wanted));
 
   constructor(options: PostgresEventStoreOptions) {
     this.pool = options.pool;
@@ -178,10 +180,12 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const fromRevision = options.fromRevision ?? 0n;
+    if (options.maxCount === undefined) return this.streamReads.read(streamId, fromRevision);
     const { rows } = await this.pool.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
        WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision LIMIT $3`,
-      [streamId, (options.fromRevision ?? 0n).toString(), options.maxCount ?? null],
+      [streamId, fromRevision.toString(), options.maxCount],
     );
     return rows.map(toRecordedEvent);
   }
@@ -194,15 +198,28 @@ export class PostgresEventStore implements EventStore {
     assertStreamReads(reads);
     const answer = new Map<string, RecordedEvent[]>(reads.map(({ streamId }) => [streamId, []]));
     if (reads.length === 0) return answer;
-    const { rows } = await this.pool.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS}
-       FROM unnest($1::text[], $2::bigint[]) AS wanted(wanted_stream, from_revision)
-       JOIN ${this.names.table} e ON e.stream_id = wanted.wanted_stream AND e.revision >= wanted.from_revision
-       ORDER BY e.stream_id, e.revision`,
-      [reads.map((r) => r.streamId), reads.map((r) => (r.fromRevision ?? 0n).toString())],
-    );
-    for (const row of rows) answer.get(row.stream_id)!.push(toRecordedEvent(row));
+    const events = await this.readWanted(new Map(reads.map((r) => [r.streamId, r.fromRevision ?? 0n])));
+    for (const event of events) answer.get(event.streamId)!.push(event);
     return answer;
+  }
+
+  /** The events of each wanted stream from its revision on, ordered by stream and revision. */
+  private async readWanted(wanted: ReadonlyMap<string, bigint>): Promise<RecordedEvent[]> {
+    const { rows } =
+      wanted.size === 1
+        ? await this.pool.query<EventRow>(
+            `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
+             WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision`,
+            [...wanted].flatMap(([streamId, from]) => [streamId, from.toString()]),
+          )
+        : await this.pool.query<EventRow>(
+            `SELECT ${EVENT_COLUMNS}
+             FROM unnest($1::text[], $2::bigint[]) AS wanted(wanted_stream, from_revision)
+             JOIN ${this.names.table} e ON e.stream_id = wanted.wanted_stream AND e.revision >= wanted.from_revision
+             ORDER BY e.stream_id, e.revision`,
+            [[...wanted.keys()], [...wanted.values()].map(String)],
+          );
+    return rows.map(toRecordedEvent);
   }
 
   async readAll(fromPosition: bigint | 'start', maxCount: number): Promise<RecordedEvent[]> {
