@@ -17,7 +17,7 @@ import { EVENT_STORE } from '../platform/tokens';
  * more contention than a VM's: a burst of creates in one project must all get decided (accepted or
  * QUOTA_EXCEEDED), not CONFLICT.
  */
-export const QUOTA_CONTENTION: RetryOptions = { attempts: 30, baseJitterMs: 5, maxJitterMs: 200 };
+export const QUOTA_CONTENTION: RetryOptions = { attempts: 30, baseJitterMs: 5, maxJitterMs: 200, lockFirst: true };
 
 /** Most decisions one group commit takes: bounds the append (and the work redone after a conflict). */
 const MAX_GROUP = 256;
@@ -40,12 +40,14 @@ export interface QuotaDecided {
 /**
  * The quota aggregate of each project, folded from its stream `quota-<project_id>`.
  *
- * Correctness rests on optimistic concurrency alone: a decision is appended only at the stream revision
- * it was taken on. Throughput comes from group commit: inside one process, the decisions on one project
+ * Correctness rests on optimistic concurrency: a decision is appended only at the stream revision it
+ * was taken on. Throughput comes from group commit: inside one process, the decisions on one project
  * that arrive while its previous group is being written wait, and are then decided together (each
  * against the state the ones before it leave) and appended in one append. So a burst of creates in one
- * project costs one load and one append per group, not per create; only writers in other processes can
- * conflict, and after a conflict a group waits a random, growing pause before it decides again.
+ * project costs one load and one append per group, not per create. Writers in other processes (API
+ * processes share the port) would refuse each other's appends: on a store that can, a group holds the
+ * stream's lock from its read to its commit (`lockFirst`), so their groups queue instead. On one that
+ * cannot, a refused group waits a random, growing pause before it decides again.
  *
  * A decision may bring writes to commit with it (a create's VM, job and queue row): the group's
  * appendMany carries them all, so a burst of creates costs one transaction per group, not per stream.

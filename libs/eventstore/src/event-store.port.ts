@@ -73,6 +73,12 @@ export interface AppendManyOptions {
   sqlWrites?: SqlWrite[];
 }
 
+/** What a decision on a stream's newest events writes (see `EventStore.appendDecided`). */
+export interface DecidedWrites {
+  appends: StreamAppend[];
+  sqlWrites?: SqlWrite[];
+}
+
 export interface ReadStreamOptions {
   /** First revision to read (inclusive); default 0. */
   fromRevision?: bigint;
@@ -120,6 +126,20 @@ export interface EventStore {
    * streams so that such a prefix is recoverable, and retry with the same event ids to finish it.
    */
   appendMany(appends: StreamAppend[], options?: AppendManyOptions): Promise<AppendResult[]>;
+  /**
+   * Optional: the writes `decide` makes of `streamId`'s events from `fromRevision` on, appended as
+   * appendMany would, with no append to `streamId` by any writer of the store between the read and the
+   * commit (PostgreSQL holds the stream's lock from before the read). So a hot stream's writers queue
+   * instead of deciding on a state that is gone by the time they append, failing and deciding again.
+   * `decide` runs once; null or no appends writes nothing and answers []. Another stream of the writes
+   * that a concurrent writer holds at that moment fails the call with StreamBusyError, nothing written.
+   * A store without it leaves the caller to read, decide and appendMany (optimistic concurrency).
+   */
+  appendDecided?(
+    streamId: string,
+    fromRevision: bigint,
+    decide: (recorded: RecordedEvent[]) => DecidedWrites | null,
+  ): Promise<AppendResult[]>;
   /** Whether appendMany accepts `sqlWrites`: the events live in the database the caller's tables are in. */
   readonly commitsSqlWrites: boolean;
   /** Reads a stream in revision order; an absent stream reads as []. */
@@ -148,6 +168,14 @@ export class WrongExpectedRevisionError extends Error {
   ) {
     super(`stream ${streamId}: expected revision ${String(expected)}, actual ${String(actual)}`);
     this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+/** A stream of an appendDecided's writes was held by another writer: nothing was written; decide again. */
+export class StreamBusyError extends Error {
+  constructor(readonly streamId: string) {
+    super(`stream ${streamId} is being appended to by another writer`);
+    this.name = 'StreamBusyError';
   }
 }
 

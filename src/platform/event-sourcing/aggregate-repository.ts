@@ -8,6 +8,7 @@ import {
   RecordedEvent,
   SqlWrite,
   StreamAppend,
+  StreamBusyError,
   WrongExpectedRevisionError,
 } from '@hcp/eventstore';
 
@@ -185,49 +186,40 @@ export class AggregateRepository<S, E extends DomainEvent> {
     for (let attempt = 1; ; attempt++) {
       const remembered = decideOnRemembered ? this.folded.get(id) : undefined;
       decideOnRemembered = false;
-      const current: Loaded<S> = remembered
-        ? { id, state: remembered.state, revision: remembered.revision }
-        : await this.load(id);
-      let state = current.state;
-      const foldNext = this.groupFold();
-      const outcomes: Array<DecisionOutcome<S, E>> = [];
-      const recorded: NewEvent[] = [];
-      const others: StreamAppend[] = [];
-      const sqlWrites: SqlWrite[] = [];
-      const ownerOf = new Map<string, number>();
-      for (const [i, { decide, context, alongside }] of decisions.entries()) {
-        try {
-          const events = decide(state);
-          state = foldNext(
-            state,
-            events.map((event) => ({ event, at: context.occurred_at })),
-          );
-          recorded.push(...events.map((e) => this.codec.encode(e, context)));
-          const writes = events.length > 0 && !alone.has(i) ? alongside?.(events) : undefined;
-          for (const append of writes?.appends ?? []) ownerOf.set(append.streamId, i);
-          others.push(...(writes?.appends ?? []));
-          sqlWrites.push(...(writes?.sqlWrites ?? []));
-          outcomes.push({ ok: true, state, events, alongside: writes !== undefined });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
-        }
-      }
-      if (remembered && (recorded.length === 0 || outcomes.some((o) => !o.ok))) {
-        // A refusal, or nothing to do, may be the remembered state's age alone: decided again on a fresh load.
-        attempt -= 1;
-        continue;
-      }
-      if (recorded.length === 0) return outcomes;
+      let round: GroupRound<S, E> | undefined;
       try {
-        const [result] = await this.store.appendMany(
-          [{ streamId, events: recorded, expected: current.revision }, ...others],
-          sqlWrites.length > 0 ? { sqlWrites } : {},
-        );
-        this.remember(id, state, result!.nextExpectedRevision);
-        return outcomes;
+        if (!remembered && retry.lockFirst && this.store.appendDecided) {
+          // The stream stays locked from the read to the commit: writers in other processes queue here
+          // instead of deciding on a state that is gone when they append.
+          const cached = this.folded.get(id);
+          const results = await this.store.appendDecided(streamId, cached ? cached.revision + 1n : 0n, (recorded) => {
+            const current = this.folding(id, cached, recorded);
+            round = this.decideGroup(current.state, decisions, alone);
+            return round.recorded.length > 0 ? this.writesOf(streamId, current.revision, round) : null;
+          });
+          if (round!.recorded.length > 0) this.remember(id, round!.state, results[0]!.nextExpectedRevision);
+          return round!.outcomes;
+        }
+        const current: Loaded<S> = remembered
+          ? { id, state: remembered.state, revision: remembered.revision }
+          : await this.load(id);
+        round = this.decideGroup(current.state, decisions, alone);
+        if (remembered && (round.recorded.length === 0 || round.outcomes.some((o) => !o.ok))) {
+          // A refusal, or nothing to do, may be the remembered state's age alone: decided again on a fresh load.
+          attempt -= 1;
+          continue;
+        }
+        if (round.recorded.length === 0) return round.outcomes;
+        const { appends, sqlWrites } = this.writesOf(streamId, current.revision, round);
+        const [result] = await this.store.appendMany(appends, sqlWrites.length > 0 ? { sqlWrites } : {});
+        this.remember(id, round.state, result!.nextExpectedRevision);
+        return round.outcomes;
       } catch (err) {
-        if (!(err instanceof WrongExpectedRevisionError)) throw err;
-        const owner = err.streamId === streamId ? undefined : ownerOf.get(err.streamId);
+        if (!(err instanceof WrongExpectedRevisionError) && !(err instanceof StreamBusyError)) throw err;
+        const owner =
+          err instanceof WrongExpectedRevisionError && err.streamId !== streamId
+            ? round?.ownerOf.get(err.streamId)
+            : undefined;
         if (owner !== undefined) {
           // Not a contention on this aggregate: decide again at once, that one without its writes.
           alone.add(owner);
@@ -246,6 +238,69 @@ export class AggregateRepository<S, E extends DomainEvent> {
         await pause(Math.random() * Math.min(retry.maxJitterMs, retry.baseJitterMs * 2 ** (attempt - 1)));
     }
   }
+
+  /** One round of a group commit: each decision against the state the ones before it leave. */
+  private decideGroup(
+    start: S | null,
+    decisions: ReadonlyArray<Decision<S, E>>,
+    alone: ReadonlySet<number>,
+  ): GroupRound<S, E> {
+    let state = start;
+    const foldNext = this.groupFold();
+    const round: GroupRound<S, E> = {
+      outcomes: [],
+      state,
+      recorded: [],
+      others: [],
+      sqlWrites: [],
+      ownerOf: new Map(),
+    };
+    for (const [i, { decide, context, alongside }] of decisions.entries()) {
+      try {
+        const events = decide(state);
+        state = foldNext(
+          state,
+          events.map((event) => ({ event, at: context.occurred_at })),
+        );
+        round.recorded.push(...events.map((e) => this.codec.encode(e, context)));
+        const writes = events.length > 0 && !alone.has(i) ? alongside?.(events) : undefined;
+        for (const append of writes?.appends ?? []) round.ownerOf.set(append.streamId, i);
+        round.others.push(...(writes?.appends ?? []));
+        round.sqlWrites.push(...(writes?.sqlWrites ?? []));
+        round.outcomes.push({ ok: true, state, events, alongside: writes !== undefined });
+      } catch (error) {
+        round.outcomes.push({ ok: false, error });
+      }
+    }
+    round.state = state;
+    return round;
+  }
+
+  /** A round's writes: its events on the aggregate's stream, expecting `revision`, then the others'. */
+  private writesOf(
+    streamId: string,
+    revision: ExpectedRevision,
+    round: GroupRound<S, E>,
+  ): { appends: StreamAppend[]; sqlWrites: SqlWrite[] } {
+    return {
+      appends: [{ streamId, events: round.recorded, expected: revision }, ...round.others],
+      sqlWrites: round.sqlWrites,
+    };
+  }
+}
+
+/** What one round of a group commit decided, and what it writes. */
+interface GroupRound<S, E> {
+  outcomes: Array<DecisionOutcome<S, E>>;
+  /** The aggregate after every decision of the round. */
+  state: S | null;
+  /** The round's events on the aggregate's stream. */
+  recorded: NewEvent[];
+  /** The decisions' writes alongside: other streams, and SQL writes. */
+  others: StreamAppend[];
+  sqlWrites: SqlWrite[];
+  /** Which decision brought the append of each other stream. */
+  ownerOf: Map<string, number>;
 }
 
 /** One decision of a group: how to decide, and who asked (each event keeps its own actor and trace). */
@@ -290,6 +345,12 @@ export interface RetryOptions {
    * decision on the remembered state is decided again on a fresh load. Nothing remembered: a normal round.
    */
   fromRemembered?: boolean;
+  /**
+   * Holds the stream's lock from the read to the commit where the store can (`EventStore.appendDecided`),
+   * for a stream written by several processes at once (a project's quota): their rounds queue instead of
+   * failing each other's appends. A round costs one round trip more; a lock wait holds a connection.
+   */
+  lockFirst?: boolean;
 }
 
 const FEW_RETRIES: RetryOptions = { attempts: 3, baseJitterMs: 0, maxJitterMs: 0 };

@@ -11,6 +11,7 @@ import {
 } from '@hcp/eventstore';
 import { describeAppendManyContract } from './append-many.contract';
 import { describeReadStreamsContract } from './read-streams.contract';
+import { describeAppendDecidedContract } from './append-decided.contract';
 
 export interface EventStoreFixture {
   store: EventStore;
@@ -134,6 +135,8 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
     });
 
     describeReadStreamsContract({ store: () => store, uniquePrefix });
+
+    describeAppendDecidedContract({ store: () => store, uniquePrefix });
 
     it('appends events and reads them back in order', async () => {
       const stream = `${uniquePrefix()}vm`;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import {
   PostgresEventStore,
+  StreamBusyError,
   WrongExpectedRevisionError,
   dropPostgresEventStoreSchema,
   installPostgresEventStoreSchema,
@@ -281,6 +282,37 @@ describe('PostgresEventStore on PostgreSQL', () => {
     } finally {
       reads.mockRestore();
     }
+  });
+
+  it('fails an appendDecided whose other stream another writer holds, instead of waiting on it, and writes nothing', async () => {
+    const prefix = uniquePrefix();
+    const [quota, vm] = [`${prefix}quota`, `${prefix}vm`];
+    const holder = await rawClient();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
+        `hcp_events/${fixture.schema}/stream/${vm}`,
+      ]);
+
+      const refused = fixture.store.appendDecided(quota, 0n, () => ({
+        appends: [
+          { streamId: quota, events: [newEvent()], expected: 'no_stream' },
+          { streamId: vm, events: [newEvent()], expected: 'no_stream' },
+        ],
+      }));
+
+      await expect(refused).rejects.toBeInstanceOf(StreamBusyError);
+      await expect(refused).rejects.toMatchObject({ streamId: vm });
+      expect(await fixture.store.readStream(quota)).toEqual([]);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    // Nothing of the refused call is left behind: its stream's lock and the connection work again.
+    await fixture.store.appendDecided(quota, 0n, () => ({
+      appends: [{ streamId: quota, events: [newEvent()], expected: 'no_stream' }],
+    }));
+    expect(await fixture.store.readStream(quota)).toHaveLength(1);
   });
 
   it('shares one LISTEN connection between subscriptions and gives it back when the last one stops', async () => {

@@ -15,7 +15,7 @@ import {
 } from '@hcp/domain';
 import { QUOTA_EVENT_VERSIONS, QuotaEvent, QuotaResources, quotaStreamId } from '@hcp/domain/quota/quota.events';
 import { foldQuota, quotaUsageOf } from '@hcp/domain/quota/quota.state-machine';
-import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
+import { DomainEventCodec, PostgresEventStore, type StreamAppend } from '@hcp/eventstore';
 import { QuotaReadModelRow } from '@hcp/projections/quota-read-model/quota-read-model.entity';
 import {
   QUOTA_READ_MODEL,
@@ -178,11 +178,23 @@ describe('project quotas on PostgreSQL', () => {
   it('decides a burst in one project in groups: fewer appends than decisions, each event with its own trace', async () => {
     const counting = new QuotaRepository(store, codec);
     const appends: number[] = [];
+    const count = (streams: StreamAppend[]) => {
+      for (const { streamId, events } of streams) if (streamId.startsWith('quota-')) appends.push(events.length);
+    };
     const appendMany = store.appendMany.bind(store);
     jest.spyOn(store, 'appendMany').mockImplementation(async (streams, options) => {
-      for (const { streamId, events } of streams) if (streamId.startsWith('quota-')) appends.push(events.length);
+      count(streams);
       return appendMany(streams, options);
     });
+    // The groups hold the quota stream's lock from read to commit: their writes are decided inside it.
+    const appendDecided = store.appendDecided.bind(store);
+    jest.spyOn(store, 'appendDecided').mockImplementation(async (streamId, from, decide) =>
+      appendDecided(streamId, from, (recorded) => {
+        const decided = decide(recorded);
+        if (decided) count(decided.appends);
+        return decided;
+      }),
+    );
     try {
       const service = new QuotaService(counting, ds);
       const p = project();

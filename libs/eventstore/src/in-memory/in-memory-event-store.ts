@@ -1,6 +1,7 @@
 import {
   AppendManyOptions,
   AppendResult,
+  DecidedWrites,
   EventHandler,
   EventStore,
   ExpectedRevision,
@@ -33,6 +34,18 @@ export class InMemoryEventStore implements EventStore {
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const [result] = await this.appendMany([{ streamId, events, expected }]);
     return result!;
+  }
+
+  /** Nothing else runs between the read, `decide` and the writes (one synchronous run). */
+  async appendDecided(
+    streamId: string,
+    fromRevision: bigint,
+    decide: (recorded: RecordedEvent[]) => DecidedWrites | null,
+  ): Promise<AppendResult[]> {
+    assertStreamId(streamId);
+    const decided = decide((this.streams.get(streamId) ?? []).slice(Number(fromRevision)).map(copy));
+    if (!decided || decided.appends.length === 0) return [];
+    return this.appendMany(decided.appends, { sqlWrites: decided.sqlWrites });
   }
 
   /** Checks every stream first and writes only when all hold: atomic, as nothing else runs in between. */

@@ -1,8 +1,10 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import {
   START_POSITION,
+  StreamBusyError,
   WrongExpectedRevisionError,
   type AppendManyOptions,
+  type DecidedWrites,
   type AppendResult,
   type EventHandler,
   type EventMetadata,
@@ -145,6 +147,55 @@ export class PostgresEventStore implements EventStore {
     for (const { streamId } of appends) assertStreamId(streamId);
     assertAppendable(appends);
     if (appends.length === 0) return [];
+    return this.inAppendTransaction(
+      (client, allocation) => this.appendInTransaction(client, allocation, appends, options.sqlWrites ?? []),
+      () => appends,
+    );
+  }
+
+  /**
+   * Three round trips: the stream's lock and its events; the other streams' locks (tried: one held
+   * elsewhere fails the call rather than wait while this one holds a lock) and state read; the insert,
+   * the writes and the commit.
+   */
+  async appendDecided(
+    streamId: string,
+    fromRevision: bigint,
+    decide: (recorded: RecordedEvent[]) => DecidedWrites | null,
+  ): Promise<AppendResult[]> {
+    assertStreamId(streamId);
+    let decided: DecidedWrites | null = null;
+    return this.inAppendTransaction(
+      async (client, allocation) => {
+        const [, , read] = await runScript(client, [
+          'BEGIN',
+          `SELECT pg_advisory_xact_lock(hashtextextended(${sqlLiteral(this.names.streamLockKey(streamId))}, 0))`,
+          `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
+           WHERE e.stream_id = ${sqlLiteral(streamId)} AND e.revision >= ${sqlLiteral(fromRevision.toString())}::bigint
+           ORDER BY e.revision`,
+        ]);
+        decided = decide((read!.rows as EventRow[]).map(toRecordedEvent));
+        const appends = decided?.appends ?? [];
+        for (const append of appends) assertStreamId(append.streamId);
+        assertAppendable(appends);
+        if (appends.length === 0) {
+          await client.query('ROLLBACK');
+          return [];
+        }
+        return this.appendInTransaction(client, allocation, appends, decided!.sqlWrites ?? [], streamId);
+      },
+      () => decided?.appends ?? [],
+    );
+  }
+
+  /**
+   * A pooled connection for one append transaction, given back (or destroyed when it broke); a unique
+   * violation is reported as the WrongExpectedRevisionError of the stream it names.
+   */
+  private async inAppendTransaction(
+    work: (client: PoolClient, allocation: { locked: boolean }) => Promise<AppendResult[]>,
+    appends: () => StreamAppend[],
+  ): Promise<AppendResult[]> {
     const client = await this.pool.connect();
     // A connection the server drops while it is checked out (restart, failover, pg_terminate_backend)
     // emits 'error' on the client besides failing the running query; the pool listens only to idle
@@ -158,13 +209,14 @@ export class PostgresEventStore implements EventStore {
     const allocation = { locked: false };
     let broken: Error | undefined;
     try {
-      return await this.appendInTransaction(client, allocation, appends, options.sqlWrites ?? []);
+      return await work(client, allocation);
     } catch (err) {
       broken = await this.abort(client, allocation.locked);
       if (isUniqueViolation(err)) {
         // Only a concurrent writer outside this store's locking, or an event id already used in another
         // stream, gets here; either way the caller's view of the stream is stale.
-        const failed = appends.find((a) => violatedStream(err) === a.streamId) ?? appends[0]!;
+        const written = appends();
+        const failed = written.find((a) => violatedStream(err) === a.streamId) ?? written[0]!;
         throw new WrongExpectedRevisionError(
           failed.streamId,
           failed.expected,
@@ -270,19 +322,29 @@ export class PostgresEventStore implements EventStore {
     allocation: { locked: boolean },
     appends: StreamAppend[],
     sqlWrites: SqlWrite[],
+    /** The stream whose lock this transaction (begun already) holds: appendDecided's. */
+    held?: string,
   ): Promise<AppendResult[]> {
     const { table, streamLockKey, allocationLockKey } = this.names;
     // Every writer takes its stream locks in one global order (sorted keys), so writers to overlapping
-    // streams queue behind each other instead of deadlocking.
-    const lockKeys = appends.map((a) => streamLockKey(a.streamId)).sort();
+    // streams queue behind each other instead of deadlocking. One that holds a lock out of that order
+    // (appendDecided) only tries the others: waiting there could close a cycle.
+    const others = appends.filter((a) => a.streamId !== held);
+    const lockKeys = others.map((a) => streamLockKey(a.streamId)).sort();
+    const lock = held ? 'pg_try_advisory_xact_lock' : 'pg_advisory_xact_lock';
     // Each script is one round trip; every statement in it still gets its own snapshot (READ COMMITTED),
     // so the state read sees whatever the previous holder of a stream lock committed.
     const results = await runScript(client, [
-      'BEGIN',
+      ...(held ? [] : ['BEGIN']),
       // Appenders to one stream take turns, so the revisions read below are still true at INSERT time.
-      ...lockKeys.map((key) => `SELECT pg_advisory_xact_lock(hashtextextended(${sqlLiteral(key)}, 0))`),
+      ...lockKeys.map((key) => `SELECT ${lock}(hashtextextended(${sqlLiteral(key)}, 0)) AS locked`),
       streamsStateSql(table, appends),
     ]);
+    if (held) {
+      const busy = results.findIndex((r, i) => i < lockKeys.length && r.rows[0]?.locked === false);
+      if (busy >= 0)
+        throw new StreamBusyError(others.find((a) => streamLockKey(a.streamId) === lockKeys[busy])!.streamId);
+    }
     const state = results.at(-1)!.rows[0] as StreamsState;
     if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
 
