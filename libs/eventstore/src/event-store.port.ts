@@ -79,6 +79,9 @@ export interface DecidedWrites {
   sqlWrites?: SqlWrite[];
 }
 
+/** A decision on a stream's events read under its lock: the writes to commit, or null for none. */
+export type StreamDecision = (recorded: RecordedEvent[]) => DecidedWrites | null;
+
 export interface ReadStreamOptions {
   /** First revision to read (inclusive); default 0. */
   fromRevision?: bigint;
@@ -135,11 +138,7 @@ export interface EventStore {
    * that a concurrent writer holds at that moment fails the call with StreamBusyError, nothing written.
    * A store without it leaves the caller to read, decide and appendMany (optimistic concurrency).
    */
-  appendDecided?(
-    streamId: string,
-    fromRevision: bigint,
-    decide: (recorded: RecordedEvent[]) => DecidedWrites | null,
-  ): Promise<AppendResult[]>;
+  appendDecided?(streamId: string, fromRevision: bigint, decide: StreamDecision): Promise<AppendResult[]>;
   /** Whether appendMany accepts `sqlWrites`: the events live in the database the caller's tables are in. */
   readonly commitsSqlWrites: boolean;
   /** Reads a stream in revision order; an absent stream reads as []. */

@@ -1,7 +1,6 @@
 import {
   AppendManyOptions,
   AppendResult,
-  DecidedWrites,
   EventHandler,
   EventStore,
   ExpectedRevision,
@@ -10,6 +9,7 @@ import {
   RecordedEvent,
   START_POSITION,
   StreamAppend,
+  StreamDecision,
   StreamRead,
   SubscribeOptions,
   Subscription,
@@ -37,11 +37,7 @@ export class InMemoryEventStore implements EventStore {
   }
 
   /** Nothing else runs between the read, `decide` and the writes (one synchronous run). */
-  async appendDecided(
-    streamId: string,
-    fromRevision: bigint,
-    decide: (recorded: RecordedEvent[]) => DecidedWrites | null,
-  ): Promise<AppendResult[]> {
+  async appendDecided(streamId: string, fromRevision: bigint, decide: StreamDecision): Promise<AppendResult[]> {
     assertStreamId(streamId);
     const decided = decide((this.streams.get(streamId) ?? []).slice(Number(fromRevision)).map(copy));
     if (!decided || decided.appends.length === 0) return [];

@@ -15,6 +15,7 @@ import {
   type RecordedEvent,
   type SqlWrite,
   type StreamAppend,
+  type StreamDecision,
   type StreamRead,
   type SubscribeOptions,
   type Subscription,
@@ -158,11 +159,7 @@ export class PostgresEventStore implements EventStore {
    * elsewhere fails the call rather than wait while this one holds a lock) and state read; the insert,
    * the writes and the commit.
    */
-  async appendDecided(
-    streamId: string,
-    fromRevision: bigint,
-    decide: (recorded: RecordedEvent[]) => DecidedWrites | null,
-  ): Promise<AppendResult[]> {
+  async appendDecided(streamId: string, fromRevision: bigint, decide: StreamDecision): Promise<AppendResult[]> {
     assertStreamId(streamId);
     let decided: DecidedWrites | null = null;
     return this.inAppendTransaction(
