@@ -3,12 +3,20 @@ import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { request } from 'node:http';
 import { LeanExpressAdapter } from './lean-express-adapter';
+import { JsonText } from './json-text';
+
+const OBJECT = { id: 'x', n: 1, text: 'é ü ✓', list: [1, { b: null }] };
 
 @Controller()
 class AnswersController {
   @Get('object')
   object() {
-    return { id: 'x', n: 1, text: 'é ü ✓', list: [1, { b: null }] };
+    return OBJECT;
+  }
+
+  @Get('json-text')
+  jsonText() {
+    return new JsonText(JSON.stringify(OBJECT));
   }
 
   @Get('array')
@@ -56,11 +64,15 @@ function answer(port: number, method: string, path: string, headers: Record<stri
   });
 }
 
-async function answersOf(adapter: ExpressAdapter) {
+async function listening(adapter: ExpressAdapter): Promise<{ app: INestApplication; port: number }> {
   const app: INestApplication = await NestFactory.create(AnswersModule, adapter, { logger: false });
   app.getHttpAdapter().getInstance().disable('x-powered-by');
   await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as { port: number };
+  return { app, port: (app.getHttpServer().address() as { port: number }).port };
+}
+
+async function answersOf(adapter: ExpressAdapter) {
+  const { app, port } = await listening(adapter);
   try {
     const answers = [];
     for (const [method, path] of [
@@ -93,5 +105,25 @@ describe('the lean Express adapter', () => {
       'Content-Length',
       String(Buffer.byteLength(express[0].body)),
     ]);
+  });
+
+  it('sends a JsonText body as Express sends the object it holds, conditional requests and HEAD included', async () => {
+    const { app, port } = await listening(new LeanExpressAdapter());
+    try {
+      const object = await answer(port, 'GET', '/object');
+      const etag = object.headers[object.headers.indexOf('ETag') + 1];
+      for (const [method, headers] of [
+        ['GET', {}],
+        ['HEAD', {}],
+        ['GET', { 'if-none-match': etag }],
+        ['GET', { 'if-none-match': 'W/"other"' }],
+      ] as const)
+        expect(await answer(port, method, '/json-text', headers)).toEqual(
+          await answer(port, method, '/object', headers),
+        );
+      expect((await answer(port, 'GET', '/json-text', { 'if-none-match': etag })).status).toBe(304);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { StreamableFile } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Request, Response } from 'express';
+import { JsonText } from './json-text';
 
 type ETagOf = (body: Buffer, encoding?: BufferEncoding) => string | undefined;
 
@@ -11,7 +12,7 @@ type ETagOf = (body: Buffer, encoding?: BufferEncoding) => string | undefined;
  * bytes and headers, in the same order (Content-Type, Content-Length, the ETag of Express's own ETag
  * function). Whatever could make Express answer differently (a HEAD, a conditional request that may be
  * answered 304, a 204/205, a Content-Type or ETag set beforehand, a body that is not a plain object)
- * goes through Express as before.
+ * goes through Express as before. A `JsonText` body is sent as the JSON it holds, either way.
  */
 export class LeanExpressAdapter extends ExpressAdapter {
   /** Express's settings, read at the first answer (they are set before listening, never after). */
@@ -19,10 +20,15 @@ export class LeanExpressAdapter extends ExpressAdapter {
 
   override reply(response: Response, body: unknown, statusCode?: number): unknown {
     const settings = this.settingsOf(response);
-    if (!settings.plainJson || !answersPlainJson(response, body, statusCode))
-      return super.reply(response, body, statusCode);
+    if (!settings.plainJson || !answersPlainJson(response, body, statusCode)) {
+      if (!(body instanceof JsonText)) return super.reply(response, body, statusCode);
+      // Express's own path for a string, told it is JSON (res.send would call a string HTML).
+      if (response.getHeader('Content-Type') === undefined)
+        response.setHeader('Content-Type', 'application/json; charset=utf-8');
+      return super.reply(response, body.text, statusCode);
+    }
     if (statusCode) response.statusCode = statusCode;
-    const chunk = Buffer.from(JSON.stringify(body), 'utf8');
+    const chunk = Buffer.from(body instanceof JsonText ? body.text : JSON.stringify(body), 'utf8');
     response.setHeader('Content-Type', 'application/json; charset=utf-8');
     response.setHeader('Content-Length', String(chunk.length));
     const etag = settings.etagOf?.(chunk);

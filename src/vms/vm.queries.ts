@@ -4,8 +4,16 @@ import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { notFound } from '@hcp/domain';
 import { VmReadModelRow } from '@hcp/projections';
-import { keysetPageSql, Page, SqlConditions, SqlRunner } from '../platform/persistence/keyset-page';
-import { presentVm, VmView } from './vm.presenter';
+import {
+  keysetPageJsonText,
+  keysetPageSql,
+  Page,
+  SqlConditions,
+  SqlRunner,
+  textRows,
+} from '../platform/persistence/keyset-page';
+import { JsonText } from '../http/json-text';
+import { presentVm, VM_VIEW_JSON_SQL, VmView } from './vm.presenter';
 
 type PageRow = Pick<VmReadModelRow, 'id' | 'created_at' | 'state'>;
 
@@ -19,28 +27,32 @@ export interface VmFilter {
 /**
  * Reads VMs from the read model only. Deleted VMs are listed only when asked for by status. Plain SQL
  * on the data source's own pool (the two hottest reads of the API): TypeORM's statement building, and
- * even its query runner per call, cost more than the query itself.
+ * even its query runner per call, cost more than the query itself. The tenant's reads answer the JSON
+ * PostgreSQL builds (VM_VIEW_JSON_SQL) as it comes.
  */
 @Injectable()
 export class VmQueries {
   private readonly sql: SqlRunner;
+  private readonly text: SqlRunner;
 
   constructor(db: DataSource) {
     const pool = (db.driver as PostgresDriver).master as Pool;
     this.sql = { query: async (text, params) => (await pool.query(text, params)).rows };
+    this.text = textRows(pool);
   }
 
-  async get(projectId: string, vmId: string): Promise<VmView> {
-    const [row] = (await this.sql.query('SELECT state FROM vm_read_model WHERE id = $1 AND project_id = $2', [
-      vmId,
-      projectId,
-    ])) as Array<Pick<VmReadModelRow, 'state'>>;
+  async get(projectId: string, vmId: string): Promise<JsonText<VmView>> {
+    const [row] = (await this.text.query(
+      `SELECT ${VM_VIEW_JSON_SQL} AS view FROM vm_read_model WHERE id = $1 AND project_id = $2`,
+      [vmId, projectId],
+    )) as Array<{ view: string }>;
     if (!row) throw notFound('VM');
-    return presentVm(row.state);
+    return new JsonText(row.view);
   }
 
-  list(projectId: string, filter: VmFilter, limit: number, cursor?: string): Promise<Page<VmView>> {
-    return this.page({ ...filter, projectId }, limit, cursor, (row) => presentVm(row.state));
+  async list(projectId: string, filter: VmFilter, limit: number, cursor?: string): Promise<JsonText<Page<VmView>>> {
+    const from = { item: VM_VIEW_JSON_SQL, from: 'vm_read_model', where: conditionsOf({ ...filter, projectId }) };
+    return new JsonText(await keysetPageJsonText(this.text, from, limit, cursor));
   }
 
   /** Across projects, for ops: the same filters plus the project, and where each VM was placed. */
@@ -49,32 +61,27 @@ export class VmQueries {
     limit: number,
     cursor?: string,
   ): Promise<Page<VmView & { placement: { provider_id: string; cluster_id: string } }>> {
-    return this.page(filter, limit, cursor, (row) => ({
-      ...presentVm(row.state),
-      placement: { provider_id: row.state.placement.provider_id, cluster_id: row.state.placement.cluster_id },
-    }));
-  }
-
-  private page<T>(
-    filter: VmFilter & { projectId?: string },
-    limit: number,
-    cursor: string | undefined,
-    present: (row: PageRow) => T,
-  ): Promise<Page<T>> {
-    const where = new SqlConditions();
-    if (filter.projectId) where.and(`project_id = ${where.param(filter.projectId)}`);
-    if (filter.status) where.and(`status = ${where.param(filter.status)}`);
-    else where.and(`status <> 'deleted'`);
-    if (filter.zone) where.and(`zone = ${where.param(filter.zone)}`);
-    if (filter.name) where.and(`name = ${where.param(filter.name)}`);
-    for (const tag of filter.tags ?? [])
-      where.and(`tags @> ${where.param(JSON.stringify({ [tag.key]: tag.value }))}::jsonb`);
-    return keysetPageSql(
+    return keysetPageSql<PageRow, VmView & { placement: { provider_id: string; cluster_id: string } }>(
       this.sql,
-      { select: 'id, created_at, state', from: 'vm_read_model', where },
+      { select: 'id, created_at, state', from: 'vm_read_model', where: conditionsOf(filter) },
       limit,
       cursor,
-      present,
+      (row) => ({
+        ...presentVm(row.state),
+        placement: { provider_id: row.state.placement.provider_id, cluster_id: row.state.placement.cluster_id },
+      }),
     );
   }
+}
+
+function conditionsOf(filter: VmFilter & { projectId?: string }): SqlConditions {
+  const where = new SqlConditions();
+  if (filter.projectId) where.and(`project_id = ${where.param(filter.projectId)}`);
+  if (filter.status) where.and(`status = ${where.param(filter.status)}`);
+  else where.and(`status <> 'deleted'`);
+  if (filter.zone) where.and(`zone = ${where.param(filter.zone)}`);
+  if (filter.name) where.and(`name = ${where.param(filter.name)}`);
+  for (const tag of filter.tags ?? [])
+    where.and(`tags @> ${where.param(JSON.stringify({ [tag.key]: tag.value }))}::jsonb`);
+  return where;
 }

@@ -11,6 +11,7 @@ import { StartVmCommand } from './commands/start-vm.handler';
 import { StopVmCommand } from './commands/stop-vm.handler';
 import { UpdateVmLabelsCommand } from './commands/update-vm-labels.handler';
 import { RequestContext } from '../http/request/request-context';
+import { JsonText } from '../http/json-text';
 import { JobAccepted } from '../jobs';
 import { presentVm, VmView } from './vm.presenter';
 import { VmQueries } from './vm.queries';
@@ -55,7 +56,10 @@ export class VmsController {
   }
 
   @Get(':vm_id')
-  get(@Param('project_id', ProjectIdPipe) projectId: string, @Param('vm_id', UuidPipe) vmId: string): Promise<VmView> {
+  get(
+    @Param('project_id', ProjectIdPipe) projectId: string,
+    @Param('vm_id', UuidPipe) vmId: string,
+  ): Promise<JsonText<VmView>> {
     return this.vms.get(projectId, vmId);
   }
 

@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import { SelectQueryBuilder, ObjectLiteral } from 'typeorm';
 import { isUUID } from 'class-validator';
 import { invalidField } from '@hcp/domain';
@@ -70,14 +71,7 @@ export async function keysetPageSql<R extends { id: string; created_at: Date }, 
   cursor: string | undefined,
   present: (row: R) => T,
 ): Promise<Page<T>> {
-  const { where } = statement;
-  if (cursor) {
-    const key = decodeCursor(cursor);
-    where.and(`(created_at, id) < (${where.param(key.created_at)}::timestamptz, ${where.param(key.id)}::uuid)`);
-  }
-  const conditions = where.conditions.length ? where.conditions.join(' AND ') : 'true';
-  const sql = `SELECT ${statement.select} FROM ${statement.from} WHERE ${conditions} ORDER BY created_at DESC, id DESC LIMIT ${where.param(limit + 1)}`;
-  const rows = (await db.query(sql, where.params)) as R[];
+  const rows = (await db.query(...keysetSql(statement, limit, cursor))) as R[];
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return {
@@ -86,6 +80,52 @@ export async function keysetPageSql<R extends { id: string; created_at: Date }, 
       rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
   };
 }
+
+/**
+ * The same page as JSON text (a `Page` of whatever `item` builds), without a value parsed in between:
+ * `item` is trusted SQL answering each row's JSON text (e.g. json_build_object(...)::text), and `db` must
+ * answer every column as the text PostgreSQL sent (see textRows).
+ */
+export async function keysetPageJsonText(
+  db: SqlRunner,
+  statement: { item: string; from: string; where: SqlConditions },
+  limit: number,
+  cursor: string | undefined,
+): Promise<string> {
+  // Not `AS created_at`: ORDER BY would sort by that text instead of riding the index.
+  const select = `${statement.item} AS item, id, ${ISO_CREATED_AT} AS created_iso`;
+  const [sql, params] = keysetSql({ select, from: statement.from, where: statement.where }, limit, cursor);
+  const rows = (await db.query(sql, params)) as Array<{ item: string; id: string; created_iso: string }>;
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  const next = rows.length > limit && last ? encodeCursor({ created_at: last.created_iso, id: last.id }) : null;
+  return `{"items":[${items.map((row) => row.item).join(',')}],"next_cursor":${JSON.stringify(next)}}`;
+}
+
+/** created_at as toISOString writes it, the form cursors carry (HCP stores milliseconds, never more). */
+const ISO_CREATED_AT = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+function keysetSql(
+  statement: { select: string; from: string; where: SqlConditions },
+  limit: number,
+  cursor: string | undefined,
+): [string, unknown[]] {
+  const { where } = statement;
+  if (cursor) {
+    const key = decodeCursor(cursor);
+    where.and(`(created_at, id) < (${where.param(key.created_at)}::timestamptz, ${where.param(key.id)}::uuid)`);
+  }
+  const conditions = where.conditions.length ? where.conditions.join(' AND ') : 'true';
+  const sql = `SELECT ${statement.select} FROM ${statement.from} WHERE ${conditions} ORDER BY created_at DESC, id DESC LIMIT ${where.param(limit + 1)}`;
+  return [sql, where.params];
+}
+
+/** A runner on `pool` answering every column as PostgreSQL's text, unparsed (for JSON built in SQL). */
+export function textRows(pool: Pool): SqlRunner {
+  return { query: async (text, values) => (await pool.query({ text, values, types: UNPARSED })).rows };
+}
+
+const UNPARSED = { getTypeParser: () => (value: string) => value };
 
 /**
  * Keyset pagination over `(created_at, id)` in descending order: stable under concurrent inserts and as
