@@ -4,17 +4,15 @@ import { createHcpUpcasters, HcpError, VmState, VmStatus } from '@hcp/domain';
 import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
-import { createDataSource } from '../../../src/platform/persistence/data-source';
-import { migrate } from '../../../src/platform/persistence/migrate';
 import { presentVm, VM_VIEW_FIELDS } from '../../../src/vms/vm.presenter';
 import { VmQueries } from '../../../src/vms/vm.queries';
 import { VmRepository } from '../../../src/vms/vm.repository';
 import { givenVm } from '../../fakes/vm-histories';
-import { createTestDatabase, TestDatabase } from '../../support/test-database';
+import { MigratedDatabase, migratedTestDatabase } from '../../support/migrated-database';
 
 /** The tenant's VM reads answer JSON that PostgreSQL builds; these pin it to presentVm of the stored state. */
 describe('VM queries on the read model', () => {
-  let db: TestDatabase;
+  let db: MigratedDatabase;
   let ds: DataSource;
   let pool: Pool;
   let store: PostgresEventStore;
@@ -23,11 +21,9 @@ describe('VM queries on the read model', () => {
   const created: Array<{ id: string; status: VmStatus }> = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase('hcp_vmq');
-    ds = createDataSource(db.url, { poolSize: 4 });
-    await ds.initialize();
-    await migrate(ds);
-    pool = new Pool({ connectionString: db.url, max: 4 });
+    db = await migratedTestDatabase('hcp_vmq', 4);
+    ds = db.ds;
+    pool = new Pool({ connectionString: db.db.url, max: 4 });
     pool.on('error', () => undefined);
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
     const codec = new DomainEventCodec(createHcpUpcasters());
@@ -55,8 +51,7 @@ describe('VM queries on the read model', () => {
     await runner?.stop();
     await store?.close();
     await pool?.end();
-    await ds?.destroy();
-    await db?.drop();
+    await db?.close();
   });
 
   const storedState = async (id: string): Promise<VmState> =>
