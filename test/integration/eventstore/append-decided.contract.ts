@@ -18,20 +18,24 @@ const event = (data: Record<string, unknown>): NewEvent => ({
 const lastOf = (recorded: RecordedEvent[], from: bigint) =>
   recorded.length > 0 ? recorded[recorded.length - 1]!.revision : from === 0n ? ('no_stream' as const) : from - 1n;
 
-/** Stores that offer appendDecided (optional in the port) pass these; the others skip them. */
-export function describeAppendDecidedContract(ctx: AppendDecidedContext): void {
+/**
+ * Stores that offer appendDecided (optional in the port) pass these, and fail them if the method is
+ * missing; a store that does not offer it says so and the cases are reported skipped, never passed.
+ */
+export function describeAppendDecidedContract(ctx: AppendDecidedContext, offered: boolean): void {
+  if (!offered) {
+    describe.skip('appendDecided (skipped: this store does not offer it; its aggregates take optimistic rounds)', () => {
+      it('locks a stream from read to commit', () => undefined);
+    });
+    return;
+  }
   describe('appendDecided', () => {
     const decidedOf = (store: EventStore) => {
       if (!store.appendDecided) throw new Error('this store has no appendDecided');
       return store.appendDecided.bind(store);
     };
-    const maybe = (name: string, body: () => Promise<void>) =>
-      it(name, async () => {
-        if (!ctx.store().appendDecided) return;
-        await body();
-      });
 
-    maybe('hands decide the events from the revision asked and commits what it answers', async () => {
+    it('hands decide the events from the revision asked and commits what it answers', async () => {
       const store = ctx.store();
       const prefix = ctx.uniquePrefix();
       const [quota, vm] = [`${prefix}quota`, `${prefix}vm`];
@@ -54,7 +58,7 @@ export function describeAppendDecidedContract(ctx: AppendDecidedContext): void {
       expect((await store.readStream(vm)).map((e) => e.data)).toEqual([{ created: true }]);
     });
 
-    maybe('writes nothing when decide answers nothing', async () => {
+    it('writes nothing when decide answers nothing', async () => {
       const store = ctx.store();
       const stream = `${ctx.uniquePrefix()}quota`;
 
@@ -63,7 +67,7 @@ export function describeAppendDecidedContract(ctx: AppendDecidedContext): void {
       expect(await store.readStream(stream)).toEqual([]);
     });
 
-    maybe('writes nothing and passes the error on when decide throws', async () => {
+    it('writes nothing and passes the error on when decide throws', async () => {
       const store = ctx.store();
       const stream = `${ctx.uniquePrefix()}quota`;
       const refused = new Error('QUOTA_EXCEEDED');
@@ -77,7 +81,7 @@ export function describeAppendDecidedContract(ctx: AppendDecidedContext): void {
       expect((await store.readStream(stream)).map((e) => e.data)).toEqual([{ after: 'refusal' }]);
     });
 
-    maybe('queues concurrent decisions on one stream: each decides on the one before it, none is refused', async () => {
+    it('queues concurrent decisions on one stream: each decides on the one before it, none is refused', async () => {
       const store = ctx.store();
       const stream = `${ctx.uniquePrefix()}quota`;
       const writers = 12;

@@ -107,7 +107,12 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
  * The behaviour every EventStore adapter must show. The factory is called once per suite; every test
  * uses stream ids unique to this run, so suites may share a server.
  */
-export function describeEventStoreContract(name: string, factory: () => Promise<EventStoreFixture>): void {
+export function describeEventStoreContract(
+  name: string,
+  factory: () => Promise<EventStoreFixture>,
+  /** The optional port methods the store offers (known before the factory runs, to declare the cases). */
+  offers: { appendDecided: boolean } = { appendDecided: true },
+): void {
   describe(`${name} event store contract`, () => {
     let fixture: EventStoreFixture | undefined;
     let store: EventStore;
@@ -136,7 +141,7 @@ export function describeEventStoreContract(name: string, factory: () => Promise<
 
     describeReadStreamsContract({ store: () => store, uniquePrefix });
 
-    describeAppendDecidedContract({ store: () => store, uniquePrefix });
+    describeAppendDecidedContract({ store: () => store, uniquePrefix }, offers.appendDecided);
 
     it('appends events and reads them back in order', async () => {
       const stream = `${uniquePrefix()}vm`;
