@@ -11,6 +11,7 @@ import {
   VmResources,
 } from '@hcp/domain';
 import { DriverRegistry, OpsCatalogQueries, OpsResource } from '../ops';
+import { GroupedCalls } from '../platform/persistence/grouped-calls';
 import { CatalogSnapshot, CatalogSnapshots } from './catalog-snapshot';
 
 export interface ZoneView {
@@ -29,6 +30,8 @@ export interface ZoneView {
 export class CatalogService {
   /** Zones, clusters, images and flavors change a few times a year; a create reads them on every call. */
   private readonly snapshots: CatalogSnapshots;
+  /** The catalog's version and the usage of the clusters asked, one statement for the creates of a moment. */
+  private readonly versionAndUsage: GroupedCalls<string[], { version: string; usage: UsageRow[] }>;
 
   constructor(
     private readonly ops: OpsCatalogQueries,
@@ -36,6 +39,15 @@ export class CatalogService {
     private readonly db: DataSource,
   ) {
     this.snapshots = new CatalogSnapshots(db, drivers);
+    this.versionAndUsage = new GroupedCalls(async (clusterIdSets) => {
+      const [row] = await this.db.query(
+        `SELECT ${CatalogSnapshots.versionSql} AS version,
+                (SELECT coalesce(json_agg(json_build_object('cluster_id', cluster_id, 'vcpus', vcpus, 'ram_mb', ram_mb, 'disk_gb', disk_gb)), '[]')
+                   FROM cluster_usage WHERE cluster_id = ANY($1)) AS usage`,
+        [[...new Set(clusterIdSets.flat())]],
+      );
+      return row;
+    });
   }
 
   async listZones(): Promise<ZoneView[]> {
@@ -100,19 +112,14 @@ export class CatalogService {
   /**
    * The catalog at its current version and the usage of the zone's clusters. One round trip when the
    * catalog has not changed since the last call: the version and the usage (of the clusters the last
-   * snapshot gives the zone) are read in one statement; a new version costs a reload and a second read.
+   * snapshot gives the zone) are read in one statement, shared by the creates asking at the same time
+   * (each read after it asked); a new version costs a reload and a second read.
    */
   private async catalogAndUsage(
     zoneId: string,
   ): Promise<{ catalog: CatalogSnapshot; usage: Map<string, VmResources> }> {
     const guess = this.snapshots.peek();
-    const guessedIds = guess?.find('zone', zoneId)?.spec.cluster_ids ?? [];
-    const [row] = await this.db.query(
-      `SELECT ${CatalogSnapshots.versionSql} AS version,
-              (SELECT coalesce(json_agg(json_build_object('cluster_id', cluster_id, 'vcpus', vcpus, 'ram_mb', ram_mb, 'disk_gb', disk_gb)), '[]')
-                 FROM cluster_usage WHERE cluster_id = ANY($1)) AS usage`,
-      [guessedIds],
-    );
+    const row = await this.versionAndUsage.call(guess?.find('zone', zoneId)?.spec.cluster_ids ?? []);
     const catalog = await this.snapshots.atLeast(BigInt(row.version));
     if (catalog === guess) return { catalog, usage: usageMap(row.usage) };
     return { catalog, usage: await this.usage(catalog.find('zone', zoneId)?.spec.cluster_ids ?? []) };

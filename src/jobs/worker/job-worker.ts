@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { JobPolicy, JobRunner, WorkerStopping } from './job-runner';
 import { JobQueue, LeasedJob } from '../queue/job-queue';
-import { GroupedCalls } from './grouped-calls';
+import { GroupedCalls } from '../../platform/persistence/grouped-calls';
 
 export interface JobWorkerOptions extends JobPolicy {
   leaseMs: number;
