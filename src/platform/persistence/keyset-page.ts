@@ -72,13 +72,8 @@ export async function keysetPageSql<R extends { id: string; created_at: Date }, 
   present: (row: R) => T,
 ): Promise<Page<T>> {
   const rows = (await db.query(...keysetSql(statement, limit, cursor))) as R[];
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  return {
-    items: items.map(present),
-    next_cursor:
-      rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
-  };
+  const page = pageEnd(rows, limit, keyOfRow);
+  return { items: page.items.map(present), next_cursor: page.next_cursor };
 }
 
 /**
@@ -96,10 +91,24 @@ export async function keysetPageJsonText(
   const select = `${statement.item} AS item, id, ${ISO_CREATED_AT} AS created_iso`;
   const [sql, params] = keysetSql({ select, from: statement.from, where: statement.where }, limit, cursor);
   const rows = (await db.query(sql, params)) as Array<{ item: string; id: string; created_iso: string }>;
+  const page = pageEnd(rows, limit, (last) => ({ created_at: last.created_iso, id: last.id }));
+  return `{"items":[${page.items.map((row) => row.item).join(',')}],"next_cursor":${JSON.stringify(page.next_cursor)}}`;
+}
+
+/** The sort key of a row read with its created_at as a Date. */
+const keyOfRow = (row: { id: string; created_at: Date }): CursorKey => ({
+  created_at: row.created_at.toISOString(),
+  id: row.id,
+});
+
+/**
+ * The page of `rows`, read with one more than `limit` so that a further row tells there is a next page;
+ * the cursor is the sort key of the page's last row.
+ */
+function pageEnd<R>(rows: R[], limit: number, keyOf: (last: R) => CursorKey): Page<R> {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
-  const next = rows.length > limit && last ? encodeCursor({ created_at: last.created_iso, id: last.id }) : null;
-  return `{"items":[${items.map((row) => row.item).join(',')}],"next_cursor":${JSON.stringify(next)}}`;
+  return { items, next_cursor: rows.length > limit && last ? encodeCursor(keyOf(last)) : null };
 }
 
 /** created_at as toISOString writes it, the form cursors carry (HCP stores milliseconds, never more). */
@@ -152,11 +161,6 @@ export async function keysetPage<R extends ObjectLiteral & { id: string; created
     .addOrderBy(`${alias}.id`, 'DESC')
     .limit(limit + 1);
   const rows: R[] = raw ? await ordered.getRawMany() : await ordered.getMany();
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  return {
-    items: items.map(present),
-    next_cursor:
-      rows.length > limit && last ? encodeCursor({ created_at: last.created_at.toISOString(), id: last.id }) : null,
-  };
+  const page = pageEnd(rows, limit, keyOfRow);
+  return { items: page.items.map(present), next_cursor: page.next_cursor };
 }
