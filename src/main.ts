@@ -4,17 +4,19 @@ import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
 import { SimulatorFaults } from '@hcp/providers';
 import { AppModule } from './app.module';
-import { expressErrorHandler } from './http/errors/hcp-exception.filter';
-import { requestIdMiddleware } from './http/request/request-id';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { requestId } from './http/request/request-id';
 import { requestLogging } from './http/request/request-logging';
 import { requestLoggerOptions } from './http/request/logger-options';
-import { middlewareChain } from './http/middleware-chain';
-import { jsonBody } from './http/validation/json-body';
+import { edgeHook } from './http/edge/edge-step';
+import { acceptJsonBodies } from './http/validation/json-body';
+import { requireJsonBody } from './http/validation/media-type';
+import { frameworkErrors } from './http/errors/framework-errors';
 import { inputGuard } from './http/validation/input-guard';
-import { httpMetrics } from './platform/observability/http-metrics.middleware';
+import { httpMetrics } from './platform/observability/http-metrics.hook';
 import { HcpMetrics } from './platform/observability/hcp-metrics';
 import { securityHeaders } from './http/security-headers';
-import { LeanExpressAdapter } from './http/lean-express-adapter';
+import { HcpFastifyAdapter } from './http/hcp-fastify-adapter';
 import { strictValidationPipe } from './http/validation/validation-pipe';
 import { LIMITS } from './http/validation/limits';
 import { ConfigError, HcpConfig, loadConfig } from './config/hcp-config';
@@ -22,7 +24,7 @@ import { openRuntime } from './platform/runtime/hcp-runtime';
 import { seedEmbeddedDefault } from './catalog';
 import { OpsCatalogCommands, OpsCatalogQueries } from './ops';
 import { publishOpenApi } from './http/openapi';
-import { webconsoleAssets } from './console';
+import { serveWebconsoleAssets } from './console';
 import { listenInternal, parseStaticHostCredentials, separatePorts } from './hosts';
 import { availabilityGate } from './http/availability/availability-gate';
 import { SchemaGate } from './http/availability/schema-gate';
@@ -74,7 +76,9 @@ async function main(): Promise<void> {
     }
     throw err;
   });
-  const app = await NestFactory.create(AppModule.forRoot(runtime), new LeanExpressAdapter(), {
+  const headers = securityHeaders();
+  const adapter = new HcpFastifyAdapter(frameworkErrors([requestId, headers], new NestLogger('http')));
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(runtime), adapter, {
     bufferLogs: true,
     bodyParser: false,
   });
@@ -82,29 +86,35 @@ async function main(): Promise<void> {
   const metrics = app.get(HcpMetrics);
   crashGuard.countWith(metrics.unhandledErrors);
   const { internalPort } = config.hosts;
-  // What every request passes before routing, as one layer each side of the webconsole's static files.
-  app.use(
-    middlewareChain(
-      requestIdMiddleware,
+  const fastify = app.getHttpAdapter().getInstance();
+  const availability = availabilityGate(servingState, app.get(SchemaGate), metrics);
+  // What every request passes before its route's guards, in this order; then its logger.
+  fastify.addHook(
+    'onRequest',
+    edgeHook(
+      requestId,
       ...(internalPort === null ? [] : [separatePorts(internalPort)]),
-      httpMetrics(metrics),
-      availabilityGate(servingState, app.get(SchemaGate), metrics),
-      securityHeaders(),
+      availability.gate,
+      headers,
+      requireJsonBody,
     ),
   );
-  app.use('/console/assets', webconsoleAssets());
-  app.use(middlewareChain(jsonBody(LIMITS.bodyBytes), inputGuard));
-  app.use(expressErrorHandler(new NestLogger('http')));
   // Where nestjs-pino's own middleware ran (see loggerOptions): after the checks above, before the routes.
-  app.use(requestLogging(requestLoggerOptions(config.logLevel)));
+  fastify.addHook('onRequest', requestLogging(requestLoggerOptions(config.logLevel)));
+  acceptJsonBodies(fastify, LIMITS.bodyBytes);
+  fastify.addHook('preValidation', edgeHook(inputGuard));
+  fastify.addHook('onResponse', httpMetrics(metrics));
+  fastify.addHook('onResponse', availability.counted);
+  await serveWebconsoleAssets(app);
   app.useGlobalPipes(strictValidationPipe());
-  app.getHttpAdapter().getInstance().disable('x-powered-by');
   publishOpenApi(app);
   await app.init();
   if (config.seedCatalog) await seedEmbeddedDefault(app.get(OpsCatalogCommands), app.get(OpsCatalogQueries));
   await app.listen(config.port, config.host);
   const internalServer =
-    internalPort === null ? null : await listenInternal(app.getHttpAdapter().getInstance(), internalPort, config.host);
+    internalPort === null
+      ? null
+      : await listenInternal((req, res) => fastify.routing(req, res), internalPort, config.host);
   installGracefulShutdown({
     server: app.getHttpServer(),
     state: servingState,

@@ -98,7 +98,7 @@ export class ConsoleGateway implements OnApplicationBootstrap, BeforeApplication
       return refuse(socket, new HcpError('FORBIDDEN', 'consoles are not served to this Origin'), traceId);
     let connected: ConnectedConsole;
     try {
-      // The socket's peer, as Express's req.ip is without a trusted proxy: who is refused, if refused.
+      // The socket's peer, as the API's req.ip is without a trusted proxy: who is refused, if refused.
       const clientAddress = req.socket.remoteAddress ?? null;
       connected = await this.connector.connect(sessionId, url.searchParams.get('token') ?? '', traceId, clientAddress);
     } catch (err) {

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../http/edge/http-types';
+import { headerOf } from '../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { CurrentPrincipal } from '../http/auth/access.guard';
 import { traceIdOf } from '../http/request/request-id';
@@ -22,7 +23,7 @@ export class ConsoleSessionsController {
     @CurrentPrincipal() who: Principal,
     @Req() req: Request,
   ): Promise<ConsoleSessionView> {
-    const origin = `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+    const origin = `${req.protocol}://${headerOf(req, 'host') ?? 'localhost'}`;
     return this.commands.execute(
       new OpenConsoleSessionCommand(projectId, vmId, body.type, origin, { actor: who.sub, traceId: traceIdOf(req) }),
     );

@@ -1,3 +1,3 @@
 // The console context as the application sees it.
 export { ConsoleModule } from './console.module';
-export { webconsoleAssets } from './webconsole-assets';
+export { serveWebconsoleAssets } from './webconsole-assets';

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { Router, static as serveStatic } from 'express';
+import fastifyStatic from '@fastify/static';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 
 /**
  * Files of the webconsole page: its own (src/console/webconsole, served from the source tree because the
@@ -24,13 +25,26 @@ export function webconsolePage(): string {
 }
 
 /** `/console/assets/*`: the page's script and style, and noVNC under `novnc/` (its core and vendored modules only). */
-export function webconsoleAssets(): Router {
+export async function serveWebconsoleAssets(app: NestFastifyApplication): Promise<void> {
   const root = projectRoot();
   const novnc = path.join(root, 'node_modules', '@novnc', 'novnc');
-  const options = { index: false, dotfiles: 'deny', fallthrough: false, redirect: false } as const;
-  const router = Router();
-  router.use('/novnc/core', serveStatic(path.join(novnc, 'core'), options));
-  router.use('/novnc/vendor', serveStatic(path.join(novnc, 'vendor'), options));
-  router.get(['/webconsole.js', '/webconsole.css'], serveStatic(WEBCONSOLE_DIR(), options));
-  return router;
+  // No index, no redirects, no dotfiles; a missing file is the API's NOT_FOUND.
+  const options = { index: false, dotfiles: 'deny', redirect: false, decorateReply: false } as const;
+  await app.register(fastifyStatic, {
+    ...options,
+    root: path.join(novnc, 'core'),
+    prefix: '/console/assets/novnc/core/',
+  });
+  await app.register(fastifyStatic, {
+    ...options,
+    root: path.join(novnc, 'vendor'),
+    prefix: '/console/assets/novnc/vendor/',
+  });
+  const own = new Set(['/webconsole.js', '/webconsole.css']);
+  await app.register(fastifyStatic, {
+    ...options,
+    root: WEBCONSOLE_DIR(),
+    prefix: '/console/assets/',
+    allowedPath: (pathName: string) => own.has(pathName),
+  });
 }

@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { HttpReply as Response } from '../http/edge/http-types';
 import { UuidPipe } from '../http/validation/path-params';
 import { webconsolePage } from './webconsole-assets';
 
@@ -14,7 +14,7 @@ export class WebconsoleController {
   @Get(':session_id')
   show(@Param('session_id', UuidPipe) _sessionId: string, @Res({ passthrough: true }) res: Response): string {
     // Set here, not with @Header: a refused id must still answer the JSON error envelope.
-    res.type('html');
+    res.type('text/html; charset=utf-8');
     return this.page;
   }
 }

@@ -1,13 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import helmet from 'helmet';
+import type { EdgeStep } from './edge/edge-step';
+import { pathOf } from './edge/http-types';
 
 /**
  * Security headers on every answer. API answers forbid everything a browser could do with them (no
  * scripts, no framing, no caching of tenant data); the /docs page and the webconsole keep CSPs their
  * scripts can run under.
  */
-export function securityHeaders() {
+export function securityHeaders(): EdgeStep {
   const api = helmet({
     contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
     crossOriginResourcePolicy: { policy: 'same-origin' },
@@ -44,33 +46,28 @@ export function securityHeaders() {
   const apiHeaders = headerBlock(api, [['Cache-Control', 'no-store']]);
   const docsHeaders = headerBlock(docs);
   const webconsoleHeaders = headerBlock(webconsole, [['Cache-Control', 'no-store']]);
-  return (req: Request, res: Response, next: NextFunction) => {
-    const path = req.path;
+  return (req: FastifyRequest, reply: FastifyReply) => {
+    const path = pathOf(req);
     const block = path.startsWith('/docs')
       ? docsHeaders
       : path.startsWith('/console/')
         ? webconsoleHeaders
         : apiHeaders;
-    setHeaders(res, block);
-    next();
+    reply.headers(block);
+    return undefined;
   };
 }
 
-type HeaderBlock = ReadonlyArray<readonly [string, string]>;
-
-/** Sets a header block, as helmet (and the Cache-Control before it) would have set it. */
-export function setHeaders(res: ServerResponse, block: HeaderBlock): void {
-  for (let i = 0; i < block.length; i++) res.setHeader(block[i][0], block[i][1]);
-}
+type HeaderBlock = Readonly<Record<string, string>>;
 
 /**
  * What a helmet middleware sets, taken once: with these options (no directive computed per request)
  * it writes the same headers on every answer, so they are set from a list instead of running its
- * dozen middlewares per request. It also removes X-Powered-By, which Express never sends here.
+ * dozen middlewares per request. (Helmet also removes X-Powered-By, which Fastify never sends.)
  */
 function headerBlock(
   middleware: (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void,
-  before: HeaderBlock = [],
+  before: ReadonlyArray<readonly [string, string]> = [],
 ): HeaderBlock {
   const headers = new Map<string, readonly [string, string]>(before.map((h) => [h[0].toLowerCase(), h]));
   const recorder = {
@@ -82,5 +79,5 @@ function headerBlock(
     failure = err;
   });
   if (failure) throw failure;
-  return [...headers.values()];
+  return Object.fromEntries(headers.values());
 }

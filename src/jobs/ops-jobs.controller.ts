@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { CurrentPrincipal } from '../http/auth/access.guard';
 import { traceIdOf } from '../http/request/request-id';

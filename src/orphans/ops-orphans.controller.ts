@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { HttpReply as Response } from '../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { CurrentPrincipal } from '../http/auth/access.guard';
 import { IdempotentRequest } from '../http/idempotency/idempotency.interceptor';
@@ -69,7 +69,7 @@ export class OpsOrphansController {
       },
       'ops',
     );
-    res.setHeader('Location', `/v1/ops/orphans/${accepted.resource_id}`);
+    res.header('Location', `/v1/ops/orphans/${accepted.resource_id}`);
     return accepted;
   }
 }

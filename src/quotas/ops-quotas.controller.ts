@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Param, Put, Req } from '@nestjs/common';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { eventContext } from '../platform/event-sourcing/event-context';
 import { QuotaView } from './quota.presenter';

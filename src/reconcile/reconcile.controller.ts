@@ -1,5 +1,5 @@
 import { Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { HttpReply as Response } from '../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { CurrentPrincipal } from '../http/auth/access.guard';
 import { IdempotentRequest } from '../http/idempotency/idempotency.interceptor';
@@ -27,7 +27,7 @@ export class ReconcileController {
       traceId: traceIdOf(req),
       ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
     });
-    res.setHeader('Location', `/v1/projects/${encodeURIComponent(project_id)}/jobs/${accepted.job_id}`);
+    res.header('Location', `/v1/projects/${encodeURIComponent(project_id)}/jobs/${accepted.job_id}`);
     return accepted;
   }
 }

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { ApiAcceptedResponse } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { HttpReply as Response, HttpRequest as Request } from '../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { CurrentPrincipal } from '../http/auth/access.guard';
 import { CreateVmCommand } from './commands/create-vm.handler';
@@ -146,6 +146,6 @@ function context(who: Principal, req: IdempotentRequest): RequestContext {
 /** 202 with the job's address in `Location`. */
 async function accepted(res: Response, projectId: string, result: Promise<JobAccepted>): Promise<JobAccepted> {
   const answer = await result;
-  res.status(202).setHeader('Location', `/v1/projects/${encodeURIComponent(projectId)}/jobs/${answer.job_id}`);
+  res.status(202).header('Location', `/v1/projects/${encodeURIComponent(projectId)}/jobs/${answer.job_id}`);
   return answer;
 }

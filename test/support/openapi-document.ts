@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { AppModule } from '../../src/app.module';
 import { loadConfig } from '../../src/config/hcp-config';
-import { LeanExpressAdapter } from '../../src/http/lean-express-adapter';
+import { HcpFastifyAdapter } from '../../src/http/hcp-fastify-adapter';
 import { buildOpenApiDocument } from '../../src/http/openapi';
 import { openRuntime } from '../../src/platform/runtime/hcp-runtime';
 
@@ -19,7 +19,7 @@ export async function buildServedOpenApiDocument(databaseUrl: string): Promise<O
     loadConfig({ DATABASE_URL: databaseUrl, HCP_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }),
   );
   try {
-    const app = await NestFactory.create(AppModule.forRoot(runtime), new LeanExpressAdapter(), {
+    const app = await NestFactory.create(AppModule.forRoot(runtime), new HcpFastifyAdapter(undefined), {
       bodyParser: false,
       logger: false,
     });

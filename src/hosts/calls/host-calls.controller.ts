@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Inject, Param, ParseUUIDPipe, Post, Req } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../../http/edge/http-types';
 import { conflict } from '@hcp/domain';
 import {
   type ClaimedHostCall,

@@ -1,5 +1,6 @@
 import { CanActivate, createParamDecorator, ExecutionContext, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { HttpReply as Response, HttpRequest as Request } from '../../http/edge/http-types';
+import { routePatternOf, headerOf } from '../../http/edge/http-types';
 import { INTERNAL_ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
 import type { HostPrincipal } from '@hcp/host-protocol';
@@ -29,14 +30,13 @@ export class HostGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<HostRequest>();
     const res = context.switchToHttp().getResponse<Response>();
-    const policy =
-      INTERNAL_ROUTE_POLICIES[routeKey(req.method, (req.route as { path?: string } | undefined)?.path ?? '')];
+    const policy = INTERNAL_ROUTE_POLICIES[routeKey(req.method, routePatternOf(req))];
     if (!policy || req.hostPrincipal) return true;
     if (policy.auth === 'bootstrap_token') {
       await this.counted(this.limits.enroll(req.ip ?? 'unknown', res));
       return true;
     }
-    const credential = BEARER.exec(req.header('authorization') ?? '')?.[1];
+    const credential = BEARER.exec(headerOf(req, 'authorization') ?? '')?.[1];
     if (!credential) return this.refuse('missing');
     const check = await this.credentials.check(credential);
     if (!check.ok) return this.refuse(check.reason);

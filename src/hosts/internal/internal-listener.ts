@@ -1,7 +1,9 @@
 import { createServer, RequestListener, Server } from 'node:http';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { FastifyRequest } from 'fastify';
 import { INTERNAL_PATH_PREFIX } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
+import type { EdgeStep } from '../../http/edge/edge-step';
+import { pathOf } from '../../http/edge/http-types';
 
 const isInternalPath = (path: string) => path.startsWith(INTERNAL_PATH_PREFIX) || path === '/internal';
 
@@ -10,15 +12,15 @@ const isInternalPath = (path: string) => path.startsWith(INTERNAL_PATH_PREFIX) |
  * ones never there. Any other pairing is the NOT_FOUND of a route that does not exist, so neither port
  * shows what the other serves. Decided by the socket's local port, before anything reads the request.
  */
-export function separatePorts(internalPort: number): RequestHandler {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const onInternalPort = req.socket.localPort === internalPort;
-    if (onInternalPort === isInternalPath(req.path)) return next();
-    next(new HcpError('NOT_FOUND', 'no such route'));
+export function separatePorts(internalPort: number): EdgeStep {
+  return (req: FastifyRequest) => {
+    const onInternalPort = req.raw.socket.localPort === internalPort;
+    if (onInternalPort === isInternalPath(pathOf(req))) return undefined;
+    return new HcpError('NOT_FOUND', 'no such route');
   };
 }
 
-/** The internal port's listener, on the same application (one Express app, two sockets). */
+/** The internal port's listener, on the same application (one router, two sockets). */
 export function listenInternal(handler: RequestListener, port: number, host: string): Promise<Server> {
   const server = createServer(handler);
   return new Promise((resolve, reject) => {

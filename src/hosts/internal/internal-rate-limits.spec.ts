@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { HttpReply } from '../../http/edge/http-types';
 import { HcpError } from '@hcp/domain';
 import type { HcpConfig } from '../../config/hcp-config';
 import { InternalRateLimits } from './internal-rate-limits';
@@ -6,7 +6,7 @@ import { InternalRateLimits } from './internal-rate-limits';
 const config = { hosts: { perHostPerMinute: 2, enrollPerAddressPerMinute: 1 } } as unknown as HcpConfig;
 const response = () => {
   const headers: Record<string, string> = {};
-  return { headers, res: { setHeader: (k: string, v: string) => (headers[k] = v) } as unknown as Response };
+  return { headers, res: { header: (k: string, v: string) => (headers[k] = v) } as unknown as HttpReply };
 };
 
 describe('the internal router budgets', () => {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Response } from 'express';
+import type { HttpReply as Response } from '../../http/edge/http-types';
 import { HcpError } from '@hcp/domain';
 import type { HcpConfig } from '../../config/hcp-config';
 import { SlidingWindowThrottlerStorage } from '../../http/rate-limit/sliding-window-storage';
@@ -28,7 +28,7 @@ export class InternalRateLimits {
   private async take(limit: 'host' | 'enroll', key: string, perMinute: number, res: Response): Promise<void> {
     const hit = await this.storage.increment(key, MINUTE_MS, perMinute, 0, `internal-${limit}`);
     if (!hit.isBlocked) return;
-    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(hit.timeToBlockExpire))));
+    res.header('Retry-After', String(Math.max(1, Math.ceil(hit.timeToBlockExpire))));
     throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit });
   }
 }

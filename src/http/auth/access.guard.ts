@@ -1,6 +1,7 @@
 import { CanActivate, createParamDecorator, ExecutionContext, Injectable } from '@nestjs/common';
 import { AuthGuard } from '@nestjs/passport';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../edge/http-types';
+import { routePatternOf, headerOf } from '../edge/http-types';
 import { AccessGrant, decideAccess, INTERNAL_ROUTE_POLICIES, Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
 import { BreakGlassRecorder } from './break-glass.recorder';
@@ -20,7 +21,7 @@ export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<AuthorizedRequest>();
-    const key = routeKey(policyMethod(req.method), (req.route as { path?: string } | undefined)?.path ?? '');
+    const key = routeKey(policyMethod(req.method), routePatternOf(req));
     // The internal router has its own guard (src/hosts: host credentials, bootstrap tokens); a JWT means
     // nothing there, and no internal route is in ROUTE_POLICIES, so a host credential means nothing here.
     if (INTERNAL_ROUTE_POLICIES[key]) return true;
@@ -32,7 +33,7 @@ export class AccessGuard extends AuthGuard('bearer') implements CanActivate {
     try {
       grant = decideAccess(policy, req.user ?? null, {
         projectId,
-        breakGlassReason: req.header('x-break-glass-reason'),
+        breakGlassReason: headerOf(req, 'x-break-glass-reason'),
       });
     } catch (err) {
       req.accessRefused = true; // so the NOT_FOUND hiding a project is audited as the refusal it is
@@ -60,5 +61,5 @@ export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: Execu
   return ctx.switchToHttp().getRequest<AuthorizedRequest>().user!;
 });
 
-/** HEAD is answered by the GET route (Express), so it follows the GET route's policy. */
+/** HEAD is answered by the GET route (Fastify adds a HEAD route to each GET), so it follows its policy. */
 export const policyMethod = (method: string): string => (method === 'HEAD' ? 'GET' : method);

@@ -6,7 +6,7 @@ export interface ErrorEnvelope {
   error: { code: ErrorCode; message: string; details?: Record<string, unknown>; trace_id: string };
 }
 
-/** Framework exceptions (unknown route, auth, body parser) mapped onto the taxonomy by status. */
+/** Framework exceptions (unknown route, auth, Fastify's own refusals) mapped onto the taxonomy by status. */
 const CODE_OF_STATUS: Partial<Record<number, ErrorCode>> = {
   [HttpStatus.BAD_REQUEST]: 'INVALID_REQUEST',
   [HttpStatus.UNAUTHORIZED]: 'UNAUTHORIZED',
@@ -35,10 +35,11 @@ export function toTaxonomyError(err: unknown): HcpError {
   if (outage) return outage;
   const status =
     (err as { status?: unknown; statusCode?: unknown })?.status ?? (err as { statusCode?: unknown })?.statusCode;
+  // Fastify's own refusals (FST_ERR_*) say what was wrong with the request; no other message is echoed.
   if (typeof status === 'number')
     return fromStatus(
       status,
-      (err as { type?: string }).type === 'entity.parse.failed' ? 'request body is not valid JSON' : undefined,
+      String((err as { code?: unknown }).code).startsWith('FST_') ? (err as Error).message : undefined,
     );
   return internalError();
 }

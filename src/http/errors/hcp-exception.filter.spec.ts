@@ -15,19 +15,20 @@ function setup(verdict: RefusalVerdict) {
   const headers: Record<string, string> = {};
   let answered: (value: { status: number; body: { error: { code: string } } }) => void;
   const answer = new Promise<{ status: number; body: { error: { code: string } } }>((r) => (answered = r));
+  // A reply as Fastify's: chained status, type and send.
   const res = {
-    locals: {} as Record<string, unknown>,
-    setHeader: (name: string, value: string) => (headers[name.toLowerCase()] = value),
-    status: (status: number) => ({ json: (body: { error: { code: string } }) => answered({ status, body }) }),
+    unavailable: undefined as string | undefined,
+    header: (name: string, value: string) => (headers[name.toLowerCase()] = value),
+    status: (status: number) => ({
+      type: () => ({ send: (body: { error: { code: string } }) => answered({ status, body }) }),
+    }),
   };
   const req = {
     ip: '192.0.2.9',
     method: 'GET',
-    path: '/v1/projects/p/vms',
-    originalUrl: '/v1/projects/p/vms',
+    url: '/v1/projects/p/vms',
     params: { project_id: 'p' },
-    route: { path: '/v1/projects/:project_id/vms' },
-    header: () => undefined,
+    routeOptions: { url: '/v1/projects/:project_id/vms' },
     headers: {},
   };
   const host = { switchToHttp: () => ({ getRequest: () => req, getResponse: () => res }) } as unknown as ArgumentsHost;
@@ -81,6 +82,6 @@ describe('outages in the exception filter', () => {
     expect(status).toBe(503);
     expect(body.error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', details: { dependency: 'database' } });
     expect(Number(headers['retry-after'])).toBeGreaterThan(0);
-    expect(res.locals.unavailable).toBe('database');
+    expect(res.unavailable).toBe('database');
   });
 });

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { NextFunction, Request, Response } from 'express';
+import type { HttpReply as Response, HttpRequest as Request } from '../edge/http-types';
+import { pathOf, routePatternOf } from '../edge/http-types';
 import { HcpError } from '@hcp/domain';
 import { Principal, routeKey } from '@hcp/auth';
 import { RequestRecorder } from '../request/request-recorder';
@@ -43,7 +44,7 @@ export class HcpExceptionFilter implements ExceptionFilter {
         code: error.code,
       });
       if (verdict.kind === 'reject') {
-        res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+        res.header('Retry-After', String(verdict.retryAfterSeconds));
         const limited = new HcpError('RATE_LIMITED', 'too many refused requests; retry after the time in Retry-After', {
           limit: 'refusals',
         });
@@ -61,9 +62,9 @@ export class HcpExceptionFilter implements ExceptionFilter {
     return this.recorder.refused(
       {
         actor: req.user?.sub ?? null,
-        action: routeKey(req.method, req.route?.path ?? req.path),
+        action: routeKey(req.method, routePatternOf(req) || pathOf(req)),
         method: req.method,
-        path: req.originalUrl,
+        path: req.url,
         project_id: projectId,
         code: error.code,
         status: error.httpStatus,
@@ -73,7 +74,7 @@ export class HcpExceptionFilter implements ExceptionFilter {
   }
 }
 
-type RefusableRequest = Request & { user?: Principal; accessRefused?: boolean; route?: { path?: string } };
+type RefusableRequest = Request & { user?: Principal; accessRefused?: boolean };
 
 /** Refused: not authenticated, not allowed (including the NOT_FOUND that hides a project), or throttled. */
 function isRefusal(error: HcpError, req: RefusableRequest): boolean {
@@ -85,25 +86,22 @@ function isRefusal(error: HcpError, req: RefusableRequest): boolean {
   );
 }
 
-/** Express error middleware for what fails before Nest's router (body parsing, size limits). */
-export function expressErrorHandler(logger: Logger) {
-  return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
-    if (res.headersSent) next(err);
-    else renderError(err, req, res, logger);
-  };
-}
+const JSON_TYPE = 'application/json; charset=utf-8';
 
-function renderError(exception: unknown, req: Request, res: Response, logger: Logger): void {
+export function renderError(exception: unknown, req: Request, res: Response, logger: Logger): void {
   const error = toTaxonomyError(exception);
   if (error.code === 'INTERNAL_ERROR' && !(exception instanceof HcpError) && !(exception instanceof HttpException)) {
     logger.error({ msg: 'unhandled error', trace_id: traceIdOf(req), err: exception });
   }
   if (error instanceof UnavailableError) {
-    res.setHeader('Retry-After', String(error.retryAfterSeconds));
+    res.header('Retry-After', String(error.retryAfterSeconds));
     // Read by the availability gate, which counts these answers.
-    res.locals.unavailable = error.reason;
+    res.unavailable = error.reason;
     if (error !== exception)
       logger.warn({ msg: `answered 503: ${error.reason} unavailable`, trace_id: traceIdOf(req), err: exception });
   }
-  res.status(error.httpStatus).json(envelopeOf(error, traceIdOf(req)));
+  res
+    .status(error.httpStatus)
+    .type(JSON_TYPE)
+    .send(envelopeOf(error, traceIdOf(req)));
 }

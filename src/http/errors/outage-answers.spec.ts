@@ -37,8 +37,14 @@ describe('outages as answers', () => {
     expect(toTaxonomyError(conflict)).toBe(conflict);
   });
 
-  it('does not take a body-parser error (it has a type too) for an event store outage', () => {
-    const parse = Object.assign(new Error('Unexpected token'), { type: 'entity.parse.failed', status: 400 });
-    expect(toTaxonomyError(parse).code).toBe('INVALID_REQUEST');
+  it("maps Fastify's own refusals (a body over the limit) by their status, not as an outage", () => {
+    const tooLarge = Object.assign(new Error('Request body is too large'), {
+      code: 'FST_ERR_CTP_BODY_TOO_LARGE',
+      statusCode: 413,
+    });
+    expect([toTaxonomyError(tooLarge).code, toTaxonomyError(tooLarge).message]).toEqual([
+      'INVALID_REQUEST',
+      'Request body is too large',
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { HttpReply as Response, HttpRequest as Request } from '../edge/http-types';
+import { headerOf, pathOf, routePatternOf } from '../edge/http-types';
 import { createHash } from 'node:crypto';
 import { from, Observable, of, throwError } from 'rxjs';
 import { catchError, mergeMap } from 'rxjs/operators';
@@ -26,8 +27,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = context.switchToHttp().getRequest<IdempotentRequest>();
     const res = context.switchToHttp().getResponse<Response>();
-    const policy = ROUTE_POLICIES[routeKey(req.method, (req.route as { path?: string } | undefined)?.path ?? '')];
-    const key = req.header('idempotency-key');
+    const policy = ROUTE_POLICIES[routeKey(req.method, routePatternOf(req))];
+    const key = headerOf(req, 'idempotency-key');
     if (key === undefined || !policy || !('starts_job' in policy) || !policy.starts_job) return next.handle();
     if (!VALID_KEY.test(key))
       return throwError(() =>
@@ -40,8 +41,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       mergeMap((claim) => {
         if (claim.kind === 'completed') {
           res.status(claim.answer.status);
-          if (claim.answer.location) res.setHeader('Location', claim.answer.location);
-          res.setHeader('Idempotent-Replayed', 'true');
+          if (claim.answer.location) res.header('Location', claim.answer.location);
+          res.header('Idempotent-Replayed', 'true');
           return of(claim.answer.body);
         }
         req.idempotencyKey = key;
@@ -86,7 +87,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 /** Method, path and body, with object keys sorted so equal JSON bodies hash equal. */
 function requestHash(req: Request): string {
   return createHash('sha256')
-    .update(`${req.method} ${req.path}\n${canonicalJson(req.body ?? null)}`)
+    .update(`${req.method} ${pathOf(req)}\n${canonicalJson(req.body ?? null)}`)
     .digest('hex');
 }
 

@@ -1,6 +1,6 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard, ThrottlerLimitDetail, ThrottlerModuleOptions } from '@nestjs/throttler';
-import type { Request, Response } from 'express';
+import type { HttpReply as Response, HttpRequest as Request } from '../edge/http-types';
 import { HcpError } from '@hcp/domain';
 import type { Principal } from '@hcp/auth';
 import { SlidingWindowThrottlerStorage } from './sliding-window-storage';
@@ -47,7 +47,7 @@ export class RateLimitGuard extends ThrottlerGuard {
     detail: ThrottlerLimitDetail,
   ): Promise<void> {
     const res = context.switchToHttp().getResponse<Response>();
-    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire))));
+    res.header('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire))));
     throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', {
       limit: detail.tracker.startsWith('project:') ? 'project' : 'actor',
     });

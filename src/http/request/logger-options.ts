@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Options } from 'pino-http';
 import { LogLevel } from '../../config/hcp-config';
 import { traceIdOf } from './request-id';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../edge/http-types';
 import { recordedProjectId } from '@hcp/domain';
 
 /**
@@ -21,14 +21,14 @@ export function loggerOptions(level: LogLevel): Params {
 export function requestLoggerOptions(level: LogLevel): Options {
   return {
     level,
-    genReqId: (req: IncomingMessage) => traceIdOf(req as Request),
+    genReqId: (req: IncomingMessage) => traceIdOf(req.hcpRequest ?? {}),
     // Who and which project, once the request is authenticated (the completion line has them).
     customProps: (req: IncomingMessage) => {
-      const r = req as Request & { user?: { sub?: string } };
-      const project = recordedProjectId(r.params?.project_id).project_id;
+      const r = req.hcpRequest as (Request & { user?: { sub?: string } }) | undefined;
+      const project = recordedProjectId(r?.params?.project_id).project_id;
       return {
-        trace_id: traceIdOf(r),
-        ...(r.user?.sub ? { actor: r.user.sub } : {}),
+        trace_id: traceIdOf(r ?? {}),
+        ...(r?.user?.sub ? { actor: r.user.sub } : {}),
         ...(project ? { project_id: project } : {}),
       };
     },

@@ -1,5 +1,6 @@
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { HttpReply as Response, HttpRequest as Request } from '../edge/http-types';
+import { routePatternOf } from '../edge/http-types';
 import { from, Observable, throwError } from 'rxjs';
 import { catchError, map, mergeMap } from 'rxjs/operators';
 import { Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
@@ -40,7 +41,7 @@ export class RequestAuditInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = context.switchToHttp().getRequest<Request & { user?: Principal }>();
     const res = context.switchToHttp().getResponse<Response>();
-    const route = (req.route as { path?: string } | undefined)?.path ?? '';
+    const route = routePatternOf(req);
     const policy = ROUTE_POLICIES[routeKey(req.method, route)];
     const ops = policy?.scope === 'ops';
     if (!req.user || (req.method === 'GET' && !ops)) return next.handle();

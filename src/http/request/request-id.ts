@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-export interface TracedRequest extends Request {
-  traceId: string;
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's trace id (requestId). */
+    traceId?: string;
+  }
 }
 
 /**
@@ -15,14 +18,14 @@ export interface TracedRequest extends Request {
  * id of a W3C `traceparent`, else a new one. It is echoed on every response and used as `trace_id` in
  * errors, events, jobs and logs.
  */
-export function requestIdMiddleware(req: Request, res: Response, next: NextFunction): void {
+export function requestId(req: FastifyRequest, reply: FastifyReply): undefined {
   const traceId = traceIdFromHeaders(req.headers);
-  (req as TracedRequest).traceId = traceId;
-  res.setHeader('X-Request-Id', traceId);
-  next();
+  req.traceId = traceId;
+  reply.header('X-Request-Id', traceId);
+  return undefined;
 }
 
-/** The trace id of a request from its headers (also for websocket upgrades, which bypass Express). */
+/** The trace id of a request from its headers (also for websocket upgrades, which bypass the router). */
 export function traceIdFromHeaders(headers: IncomingHttpHeaders): string {
   const given = headers[REQUEST_ID_HEADER];
   const traceparent = (typeof headers.traceparent === 'string' ? headers.traceparent : undefined)?.match(
@@ -31,6 +34,6 @@ export function traceIdFromHeaders(headers: IncomingHttpHeaders): string {
   return typeof given === 'string' && VALID_REQUEST_ID.test(given) ? given : (traceparent ?? randomUUID());
 }
 
-export function traceIdOf(req: Request): string {
-  return (req as Partial<TracedRequest>).traceId ?? 'unknown';
+export function traceIdOf(req: { traceId?: string }): string {
+  return req.traceId ?? 'unknown';
 }

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import type { NextFunction, Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Store, storage } from 'nestjs-pino/storage';
 import { requestLoggerOptions } from './logger-options';
 import { requestLogging } from './request-logging';
@@ -15,26 +15,33 @@ function logged(level: 'warn' | 'info') {
   return { lines, middleware: requestLogging({ ...requestLoggerOptions(level), stream }) };
 }
 
-const request = () =>
-  ({
-    traceId: 'trace-7',
+/** A request as Fastify presents it to a hook: its own object, and Node's message under `raw`. */
+const request = () => {
+  const raw = {
     method: 'GET',
     url: '/v1/projects/p1/vms?token=secret',
-    originalUrl: '/v1/projects/p1/vms?token=secret',
     headers: { authorization: 'Bearer secret' },
-    params: { project_id: 'p1' },
     socket: {},
+  };
+  return {
+    traceId: 'trace-7',
+    method: raw.method,
+    url: raw.url,
+    headers: raw.headers,
+    params: { project_id: 'p1' },
     user: { sub: 'lena' },
-  }) as unknown as Request;
+    raw,
+  } as unknown as FastifyRequest;
+};
 
-const response = () => ({ on: () => undefined, removeListener: () => undefined }) as unknown as Response;
+const response = () => ({ raw: { on: () => undefined, removeListener: () => undefined } }) as unknown as FastifyReply;
 
 describe('request logging', () => {
   it('writes a line logged while answering with the request, its trace id and actor, credentials redacted', () => {
     const { lines, middleware } = logged('warn');
     middleware(request(), response(), (() => {
       (storage.getStore() as Store).logger.warn('something odd');
-    }) as NextFunction);
+    }) as () => void);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       msg: 'something odd',
@@ -47,7 +54,7 @@ describe('request logging', () => {
 
   it('writes nothing for a request that logs nothing when request lines are off', () => {
     const { lines, middleware } = logged('warn');
-    middleware(request(), response(), (() => undefined) as NextFunction);
+    middleware(request(), response(), (() => undefined) as () => void);
     expect(lines).toEqual([]);
   });
 });

@@ -1,18 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { type Options, pinoHttp } from 'pino-http';
 // nestjs-pino reads the request's logger from this store (PinoLogger, behind Nest's Logger).
 import { Store, storage } from 'nestjs-pino/storage';
 
 type Bindings = object;
+type Done = (err?: Error) => void;
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** The framework's request object of this message, for what sees only the message (pino-http). */
+    hcpRequest?: FastifyRequest;
+  }
+}
 
 /**
- * Gives every request its logger, as nestjs-pino's own middleware does, for the lines written while it
- * is answered. pino-http builds two child loggers per request (serializing the request's headers
- * through the redaction) and writes its completion line at `info`; when that level is off, no
- * completion line is ever written, so the request's logger is only built the first time a line is
- * written under it (a warning, an error) and most requests never pay for it. At `info` and below
+ * Gives every request its logger (an onRequest hook), as nestjs-pino's own middleware does, for the
+ * lines written while it is answered. pino-http builds two child loggers per request (serializing the
+ * request's headers through the redaction) and writes its completion line at `info`; when that level is
+ * off, no completion line is ever written, so the request's logger is only built the first time a line
+ * is written under it (a warning, an error) and most requests never pay for it. At `info` and below
  * everything is pino-http's as before. Replaces nestjs-pino's middleware (see `loggerOptions`).
  */
 export function requestLogging(options: Options) {
@@ -22,12 +30,19 @@ export function requestLogging(options: Options) {
   const genReqId = options.genReqId as (req: IncomingMessage, res: ServerResponse) => IncomingMessage['id'];
   // pino-http writes its completion lines at `info`, whatever the answer (no customLogLevel is set).
   if (root.isLevelEnabled('info')) {
-    return (req: Request, res: Response, next: NextFunction): void => {
-      http(req, res, () => storage.run(new Store(req.allLogs[req.allLogs.length - 1] as Logger), next));
+    return (req: FastifyRequest, reply: FastifyReply, done: Done): void => {
+      req.raw.hcpRequest = req;
+      http(req.raw, reply.raw, () =>
+        storage.run(new Store(req.raw.allLogs[req.raw.allLogs.length - 1] as Logger), done),
+      );
     };
   }
-  return (req: Request, res: Response, next: NextFunction): void => {
-    storage.run(new LazyRequestLogger(root, req, () => genReqId(req, res), customProps) as unknown as Store, next);
+  return (req: FastifyRequest, reply: FastifyReply, done: Done): void => {
+    req.raw.hcpRequest = req;
+    storage.run(
+      new LazyRequestLogger(root, req.raw, () => genReqId(req.raw, reply.raw), customProps) as unknown as Store,
+      done,
+    );
   };
 }
 

@@ -3,7 +3,7 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { routeKey } from '@hcp/auth';
 
 export interface DeclaredRoute {
-  /** `METHOD /path` the way Express reports `req.route.path`: the key of the route policy tables. */
+  /** `METHOD /path` with the route pattern a request matched (`routePatternOf`): the key of the route policy tables. */
   key: string;
   /** The controller's method serving the route; Nest reads a route's enhancers from its metadata. */
   handler: object;

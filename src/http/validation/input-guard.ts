@@ -1,5 +1,6 @@
-import type { NextFunction, Request, Response } from 'express';
-import { invalidRequest } from '@hcp/domain';
+import type { FastifyRequest } from 'fastify';
+import { HcpError, invalidRequest } from '@hcp/domain';
+import { pathOf } from '../edge/http-types';
 
 const MAX_DEPTH = 32;
 /** NUL and unpaired UTF-16 surrogates: PostgreSQL cannot store them in text or jsonb. */
@@ -11,18 +12,17 @@ const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff
  * stack: characters PostgreSQL cannot store (in the path, the query or the body) and bodies nested
  * deeper than any HCP document (validators recurse and would overflow the stack).
  */
-export function inputGuard(req: Request, _res: Response, next: NextFunction): void {
+export function inputGuard(req: FastifyRequest): HcpError | undefined {
   let path: string;
   try {
-    path = decodeURIComponent(req.path);
+    path = decodeURIComponent(pathOf(req));
   } catch {
-    next(invalidRequest('the path is not valid URL encoding'));
-    return;
+    return invalidRequest('the path is not valid URL encoding');
   }
   const problem = UNSTORABLE.test(path)
     ? 'the path holds characters HCP does not accept'
     : (inspect(req.query, 0, 'query') ?? inspect(req.body, 0, 'body'));
-  next(problem ? invalidRequest(problem) : undefined);
+  return problem ? invalidRequest(problem) : undefined;
 }
 
 function inspect(value: unknown, depth: number, where: string): string | null {

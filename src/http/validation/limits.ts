@@ -17,7 +17,7 @@ export const LIMITS = {
       /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+( [^\r\n]{0,255})?$/,
   },
   userDataBytes: 64 * 1024,
-  bodyBytes: '256kb',
+  bodyBytes: 256 * 1024,
   listLimit: { min: 1, max: 200, default: 50 },
   nameFilterLength: 63,
 } as const;

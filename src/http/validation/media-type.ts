@@ -1,4 +1,4 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { FastifyRequest } from 'fastify';
 import { HcpError } from '@hcp/domain';
 
 /**
@@ -7,27 +7,27 @@ import { HcpError } from '@hcp/domain';
  * the caller never asked for). Runs before the parser and every handler, so nothing is run. A body
  * without a Content-Type is refused too; requests without a body are left alone.
  */
-export function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  if (!hasBody(req) || req.is('application/json') === 'application/json') {
-    next();
-    return;
-  }
-  next(
-    new HcpError('UNSUPPORTED_MEDIA_TYPE', 'a request body must be JSON (Content-Type: application/json)', {
-      content_type: contentTypeOf(req),
-    }),
-  );
+export function requireJsonBody(req: FastifyRequest): HcpError | undefined {
+  if (!hasBody(req) || mediaTypeOf(req) === 'application/json') return undefined;
+  return new HcpError('UNSUPPORTED_MEDIA_TYPE', 'a request body must be JSON (Content-Type: application/json)', {
+    content_type: contentTypeOf(req),
+  });
+}
+
+/** The media type of the Content-Type header, lower case, without parameters ('' when none). */
+export function mediaTypeOf(req: Pick<FastifyRequest, 'headers'>): string {
+  return (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
 }
 
 /** As Node's parser frames the message: chunked, or a non-zero Content-Length. */
-function hasBody(req: Request): boolean {
+export function hasBody(req: Pick<FastifyRequest, 'headers'>): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = req.headers['content-length'];
   return length !== undefined && length !== '0';
 }
 
 /** The media type given (without parameters), echoed only when it looks like one: it is caller input. */
-function contentTypeOf(req: Request): string | null {
-  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+function contentTypeOf(req: FastifyRequest): string | null {
+  const type = mediaTypeOf(req);
   return /^[a-z0-9!#$&^_.+-]{1,64}\/[a-z0-9!#$&^_.+-]{1,64}$/.test(type) ? type : null;
 }

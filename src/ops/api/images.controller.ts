@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req } from '@nestjs/common';
-import type { Request } from 'express';
+import type { HttpRequest as Request } from '../../http/edge/http-types';
 import { Principal } from '@hcp/auth';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { OpsCatalogCommands } from '../ops-catalog.commands';

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { HttpReply as Response } from '../../http/edge/http-types';
 
 import { HCP_RUNTIME } from '../tokens';
 import { schemaStatus } from '../persistence/data-source';

@@ -1,6 +1,6 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import { PrometheusController } from '@willsoto/nestjs-prometheus';
-import type { Response } from 'express';
+import type { HttpReply as Response } from '../../http/edge/http-types';
 
 /** Prometheus text at /metrics (no token: scraped from inside the network). */
 @Controller('metrics')

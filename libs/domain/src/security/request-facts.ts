@@ -85,7 +85,7 @@ export interface RouteFacts {
 export function routeFacts(method: string, action: string, url: string): RouteFacts {
   const verb = boundedValue(method, 16);
   const given = url.split(/[?#]/, 1)[0];
-  // Express matches with or without a trailing slash; so does this.
+  // The API's router matches with or without a trailing slash; so does this.
   const path = given.length > 1 && given.endsWith('/') ? given.slice(0, -1) : given;
   const template = action.startsWith(`${method} `) ? action.slice(method.length + 1) : null;
   const params = template ? matchTemplate(template, path) : null;
@@ -93,7 +93,7 @@ export function routeFacts(method: string, action: string, url: string): RouteFa
   return { action: `${verb} ${recordedPath(path)}`, route: null, target: {} };
 }
 
-/** The parameters of an Express-style template (`/a/:x/b`) in a path, or null when it does not match. */
+/** The parameters of a route template (`/a/:x/b`) in a path, or null when it does not match. */
 export function matchTemplate(template: string, path: string): Record<string, string> | null {
   if (!template.startsWith('/') || template.length > PATH_MAX) return null;
   const want = template.split('/');

@@ -109,7 +109,7 @@ export function refusedData(facts: RefusalFacts): RequestRefused['data'] {
   };
 }
 
-/** What the audit interceptor knows of a request it records: its route and the parameters Express matched. */
+/** What the audit interceptor knows of a request it records: its route and the parameters the router matched. */
 export interface ReceivedFacts {
   actor: string;
   method: string;
