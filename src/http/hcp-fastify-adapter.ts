@@ -1,9 +1,7 @@
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyServerOptions } from 'fastify';
-import { JsonText } from './json-text';
+import { JSON_CONTENT_TYPE, JsonText } from './json-text';
 import { LIMITS } from './validation/limits';
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Nest on Fastify, configured as HCP's API was on Express: routes match without regard to case or a
@@ -26,7 +24,7 @@ export class HcpFastifyAdapter extends FastifyAdapter {
   override reply(response: FastifyReply, body: unknown, statusCode?: number): FastifyReply {
     if (!(body instanceof JsonText)) return super.reply(response, body, statusCode);
     if (statusCode) response.status(statusCode);
-    if (response.getHeader('content-type') === undefined) response.type(JSON_TYPE);
+    if (response.getHeader('content-type') === undefined) response.type(JSON_CONTENT_TYPE);
     return response.send(body.text);
   }
 }

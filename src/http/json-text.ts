@@ -1,3 +1,6 @@
+/** The Content-Type of every JSON answer. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /**
  * A response body that is JSON text already, written as it is. For the hot reads whose JSON the
  * database builds (json_build_object): parsing that text into objects only to serialize them again

@@ -6,6 +6,7 @@ import { Principal, routeKey } from '@hcp/auth';
 import { RequestRecorder } from '../request/request-recorder';
 import { RefusalLedger } from './refusal-ledger';
 import { envelopeOf, toTaxonomyError } from './error-envelope';
+import { JSON_CONTENT_TYPE } from '../json-text';
 import { traceIdOf } from '../request/request-id';
 import { UnavailableError } from '../../platform/availability/unavailable-error';
 
@@ -86,8 +87,6 @@ function isRefusal(error: HcpError, req: RefusableRequest): boolean {
   );
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-
 export function renderError(exception: unknown, req: Request, res: Response, logger: Logger): void {
   const error = toTaxonomyError(exception);
   if (error.code === 'INTERNAL_ERROR' && !(exception instanceof HcpError) && !(exception instanceof HttpException)) {
@@ -102,6 +101,6 @@ export function renderError(exception: unknown, req: Request, res: Response, log
   }
   res
     .status(error.httpStatus)
-    .type(JSON_TYPE)
+    .type(JSON_CONTENT_TYPE)
     .send(envelopeOf(error, traceIdOf(req)));
 }

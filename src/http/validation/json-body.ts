@@ -1,7 +1,7 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { HcpError, invalidRequest } from '@hcp/domain';
-import { mediaTypeOf } from './media-type';
+import { invalidRequest } from '@hcp/domain';
+import { notJson } from './media-type';
 
 type Decompress = (body: Buffer, options: { maxOutputLength: number }) => Buffer;
 const DECOMPRESS: Record<string, Decompress> = { gzip: gunzipSync, deflate: inflateSync, br: brotliDecompressSync };
@@ -23,13 +23,7 @@ export function acceptJsonBodies(fastify: FastifyInstance, limitBytes: number): 
   });
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limitBytes }, (req, body, done) => {
     if ((body as Buffer).length === 0) done(null, undefined);
-    else
-      done(
-        new HcpError('UNSUPPORTED_MEDIA_TYPE', 'a request body must be JSON (Content-Type: application/json)', {
-          content_type: mediaTypeOf(req) || null,
-        }),
-        undefined,
-      );
+    else done(notJson(req), undefined);
   });
 }
 

@@ -9,6 +9,11 @@ import { HcpError } from '@hcp/domain';
  */
 export function requireJsonBody(req: FastifyRequest): HcpError | undefined {
   if (!hasBody(req) || mediaTypeOf(req) === 'application/json') return undefined;
+  return notJson(req);
+}
+
+/** The refusal of a body that is not JSON, echoing its media type when it looks like one. */
+export function notJson(req: Pick<FastifyRequest, 'headers'>): HcpError {
   return new HcpError('UNSUPPORTED_MEDIA_TYPE', 'a request body must be JSON (Content-Type: application/json)', {
     content_type: contentTypeOf(req),
   });
@@ -20,14 +25,14 @@ export function mediaTypeOf(req: Pick<FastifyRequest, 'headers'>): string {
 }
 
 /** As Node's parser frames the message: chunked, or a non-zero Content-Length. */
-export function hasBody(req: Pick<FastifyRequest, 'headers'>): boolean {
+function hasBody(req: Pick<FastifyRequest, 'headers'>): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = req.headers['content-length'];
   return length !== undefined && length !== '0';
 }
 
 /** The media type given (without parameters), echoed only when it looks like one: it is caller input. */
-function contentTypeOf(req: FastifyRequest): string | null {
+function contentTypeOf(req: Pick<FastifyRequest, 'headers'>): string | null {
   const type = mediaTypeOf(req);
   return /^[a-z0-9!#$&^_.+-]{1,64}\/[a-z0-9!#$&^_.+-]{1,64}$/.test(type) ? type : null;
 }
