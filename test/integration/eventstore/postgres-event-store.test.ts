@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Client, Pool } from 'pg';
+import { Client, Pool, type PoolClient } from 'pg';
 import {
   PostgresEventStore,
   StreamBusyError,
@@ -281,6 +281,89 @@ describe('PostgresEventStore on PostgreSQL', () => {
       expect(answers[16]).toEqual([]);
     } finally {
       reads.mockRestore();
+    }
+  });
+
+  it('commits appends asked at once in one transaction, each answered as an append of its own would be', async () => {
+    const prefix = uniquePrefix();
+    const streams = Array.from({ length: 8 }, (_, i) => `${prefix}job-${i}`);
+    await fixture.store.append(streams[0]!, newEvents(2), 'no_stream');
+
+    const results = await Promise.all(
+      streams.map((streamId, i) => fixture.store.append(streamId, newEvents(i + 1), i === 0 ? 1n : 'no_stream')),
+    );
+
+    const { rows } = await fixture.pool.query<{ transactions: string }>(
+      `SELECT count(DISTINCT tx_id)::text AS transactions FROM "${fixture.schema}".hcp_events
+       WHERE stream_id LIKE $1 AND position > (SELECT min(position) + 1 FROM "${fixture.schema}".hcp_events WHERE stream_id = $2)`,
+      [`${prefix}%`, streams[0]],
+    );
+    expect(Number(rows[0]!.transactions)).toBeLessThan(streams.length);
+    for (const [i, streamId] of streams.entries()) {
+      const stored = await fixture.store.readStream(streamId);
+      expect(results[i]).toEqual({ nextExpectedRevision: stored.at(-1)!.revision, position: stored.at(-1)!.position });
+    }
+    expect(results.map((r) => r.nextExpectedRevision)).toEqual([2n, 1n, 2n, 3n, 4n, 5n, 6n, 7n]);
+  });
+
+  it('refuses only the append whose expectation failed among appends sharing a transaction', async () => {
+    const prefix = uniquePrefix();
+    await fixture.store.append(`${prefix}taken`, [newEvent()], 'no_stream');
+    const storedElsewhere = newEvent();
+    await fixture.store.append(`${prefix}elsewhere`, [storedElsewhere], 'no_stream');
+
+    const outcomes = await Promise.allSettled([
+      fixture.store.append(`${prefix}a`, [newEvent()], 'no_stream'),
+      fixture.store.append(`${prefix}taken`, [newEvent()], 'no_stream'),
+      fixture.store.appendMany([
+        { streamId: `${prefix}b`, events: [newEvent()], expected: 'no_stream' },
+        { streamId: `${prefix}c`, events: [storedElsewhere], expected: 'no_stream' },
+      ]),
+      fixture.store.append(`${prefix}d`, [newEvent()], 'no_stream'),
+    ]);
+
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+    // A refused appendMany writes none of its streams.
+    expect(await fixture.store.readStream(`${prefix}b`)).toEqual([]);
+    expect(await fixture.store.readStream(`${prefix}taken`)).toHaveLength(1);
+    expect(await fixture.store.readStream(`${prefix}a`)).toHaveLength(1);
+    expect(await fixture.store.readStream(`${prefix}d`)).toHaveLength(1);
+  });
+
+  it('commits each append alone when the transaction they shared failed, so a failure stays with its own', async () => {
+    const prefix = uniquePrefix();
+    const connect = fixture.pool.connect.bind(fixture.pool) as (callback?: unknown) => Promise<PoolClient>;
+    let failures = 0;
+    // The first shared insert fails as a connection lost mid-script would: the appends must still land.
+    // (pool.query checks out with a callback: those connections are left as they are.)
+    const spy = jest.spyOn(fixture.pool, 'connect').mockImplementation(((callback?: unknown) => {
+      if (callback) return connect(callback);
+      return connect().then((client) => {
+        const query = client.query.bind(client) as (text: string) => Promise<unknown>;
+        const failing = async (text: unknown) => {
+          const shared = typeof text === 'string' && text.includes(`${prefix}s0`) && text.includes('INSERT INTO');
+          if (shared && failures === 0) {
+            failures += 1;
+            throw new Error('injected: the shared transaction failed');
+          }
+          return query(text as string);
+        };
+        return Object.assign(Object.create(client) as PoolClient, { query: failing });
+      });
+    }) as never);
+    try {
+      const results = await Promise.all(
+        [0, 1, 2].map((i) => fixture.store.append(`${prefix}s${i}`, [newEvent()], 'no_stream')),
+      );
+
+      expect(failures).toBe(1);
+      expect(results.map((r) => r.nextExpectedRevision)).toEqual([0n, 0n, 0n]);
+      for (const i of [0, 1, 2]) expect(await fixture.store.readStream(`${prefix}s${i}`)).toHaveLength(1);
+      expect(fixture.pool.waitingCount).toBe(0);
+    } finally {
+      spy.mockRestore();
     }
   });
 

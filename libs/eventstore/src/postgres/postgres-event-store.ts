@@ -28,6 +28,7 @@ import { NotificationListener } from './notification-listener';
 import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
 import { CoalescedPageReads } from './coalesced-page-reads';
 import { CoalescedStreamReads } from './coalesced-stream-reads';
+import { CoalescedAppends } from './coalesced-appends';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
 
 export {
@@ -123,6 +124,7 @@ export class PostgresEventStore implements EventStore {
   private readonly subscriptions = new Set<PostgresSubscription>();
   private readonly pageReads = new CoalescedPageReads<PageRow>((after, prefixes) => this.readPageRows(after, prefixes));
   private readonly streamReads = new CoalescedStreamReads((wanted) => this.readWanted(wanted));
+  private readonly coalescedAppends = new CoalescedAppends((calls) => this.appendCalls(calls));
 
   constructor(options: PostgresEventStoreOptions) {
     this.pool = options.pool;
@@ -142,15 +144,50 @@ export class PostgresEventStore implements EventStore {
 
   /**
    * One transaction for every stream (and the caller's SQL writes), in two round trips whatever the number
-   * of streams: the stream locks and the state read, then the insert, the writes and the commit.
+   * of streams: the stream locks and the state read, then the insert, the writes and the commit. Calls
+   * without SQL writes asked at about the same time share that transaction (CoalescedAppends), each
+   * still committed whole or refused alone. A call with SQL writes commits alone: its writes may wait on
+   * a row its caller holds in a transaction of its own, and no other call must wait with them.
    */
   async appendMany(appends: StreamAppend[], options: AppendManyOptions = {}): Promise<AppendResult[]> {
     for (const { streamId } of appends) assertStreamId(streamId);
     assertAppendable(appends);
     if (appends.length === 0) return [];
+    const sqlWrites = options.sqlWrites ?? [];
+    if (sqlWrites.length === 0) return this.coalescedAppends.append(appends);
     return this.inAppendTransaction(
-      (client, allocation) => this.appendInTransaction(client, allocation, appends, options.sqlWrites ?? []),
+      async (client, allocation) =>
+        onlyResult(await this.appendInTransaction(client, allocation, [appends], sqlWrites)),
       () => appends,
+    );
+  }
+
+  /**
+   * The calls CoalescedAppends gathered, in one transaction. When that transaction fails as a whole (an
+   * event id stored meanwhile in another stream, a connection lost), each call is tried again on its
+   * own, so a failure reaches only the call it belongs to; a call that did commit is recognised then as
+   * a retry and answered with its original result.
+   */
+  private async appendCalls(calls: StreamAppend[][]): Promise<Array<PromiseSettledResult<AppendResult[]>>> {
+    const together = (group: StreamAppend[][]) =>
+      this.inAppendTransaction(
+        (client, allocation) => this.appendInTransaction(client, allocation, group, []),
+        () => group.flat(),
+      );
+    if (calls.length > 1) {
+      try {
+        return await together(calls);
+      } catch {
+        // Fall through: one transaction per call.
+      }
+    }
+    return Promise.all(
+      calls.map((call) =>
+        together([call]).then(
+          ([result]) => result!,
+          (reason: unknown): PromiseRejectedResult => ({ status: 'rejected', reason }),
+        ),
+      ),
     );
   }
 
@@ -179,7 +216,9 @@ export class PostgresEventStore implements EventStore {
           await client.query('ROLLBACK');
           return [];
         }
-        return this.appendInTransaction(client, allocation, appends, decided!.sqlWrites ?? [], streamId);
+        return onlyResult(
+          await this.appendInTransaction(client, allocation, [appends], decided!.sqlWrites ?? [], streamId),
+        );
       },
       () => decided?.appends ?? [],
     );
@@ -189,10 +228,10 @@ export class PostgresEventStore implements EventStore {
    * A pooled connection for one append transaction, given back (or destroyed when it broke); a unique
    * violation is reported as the WrongExpectedRevisionError of the stream it names.
    */
-  private async inAppendTransaction(
-    work: (client: PoolClient, allocation: { locked: boolean }) => Promise<AppendResult[]>,
+  private async inAppendTransaction<T>(
+    work: (client: PoolClient, allocation: { locked: boolean }) => Promise<T>,
     appends: () => StreamAppend[],
-  ): Promise<AppendResult[]> {
+  ): Promise<T> {
     const client = await this.pool.connect();
     // A connection the server drops while it is checked out (restart, failover, pg_terminate_backend)
     // emits 'error' on the client besides failing the running query; the pool listens only to idle
@@ -314,15 +353,21 @@ export class PostgresEventStore implements EventStore {
     await this.notifier.flushed();
   }
 
+  /**
+   * Appends the calls in the transaction `client` runs (begun here, or by appendDecided holding `held`):
+   * one settled result per call. Each call is planned on its own, so a call whose expectation fails is
+   * refused alone and the others commit; when every call is refused or has nothing new, it rolls back.
+   */
   private async appendInTransaction(
     client: PoolClient,
     allocation: { locked: boolean },
-    appends: StreamAppend[],
+    calls: StreamAppend[][],
     sqlWrites: SqlWrite[],
     /** The stream whose lock this transaction (begun already) holds: appendDecided's. */
     held?: string,
-  ): Promise<AppendResult[]> {
+  ): Promise<Array<PromiseSettledResult<AppendResult[]>>> {
     const { table, streamLockKey, allocationLockKey } = this.names;
+    const appends = calls.flat();
     // Every writer takes its stream locks in one global order (sorted keys), so writers to overlapping
     // streams queue behind each other instead of deadlocking. One that holds a lock out of that order
     // (appendDecided) only tries the others: waiting there could close a cycle.
@@ -345,23 +390,33 @@ export class PostgresEventStore implements EventStore {
     const state = results.at(-1)!.rows[0] as StreamsState;
     if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
 
-    const outcomes = appends.map((append, i) => planAppend(append, state.streams[i]!, state.existing));
-    const inserts = appends.flatMap((append, i) => {
-      const outcome = outcomes[i]!;
-      if (!('firstRevision' in outcome)) return [];
-      return append.events.map((e, n) => ({
-        stream: append.streamId,
-        revision: (outcome.firstRevision + BigInt(n)).toString(),
-        id: e.id,
-        type: e.type,
-        data: e.data,
-        metadata: e.metadata ?? {},
-      }));
+    let first = 0;
+    const plans = calls.map((call) => {
+      const streams = state.streams.slice(first, first + call.length);
+      first += call.length;
+      return planCall(call, streams, state.existing);
+    });
+    const inserts = calls.flatMap((call, c) => {
+      const plan = plans[c]!;
+      if (plan.status === 'rejected') return [];
+      return call.flatMap((append, i) => {
+        const outcome = plan.value[i]!;
+        if (!('firstRevision' in outcome)) return [];
+        return append.events.map((e, n) => ({
+          stream: append.streamId,
+          revision: (outcome.firstRevision + BigInt(n)).toString(),
+          id: e.id,
+          type: e.type,
+          data: e.data,
+          metadata: e.metadata ?? {},
+        }));
+      });
     });
     if (inserts.length === 0) {
-      // Nothing new: a retry of a committed appendMany (whose SQL writes committed with it) or empty appends.
+      // Nothing new: retries of committed appends (whose SQL writes committed with them), empty appends,
+      // or calls refused.
       await client.query('ROLLBACK');
-      return outcomes.map((o) => ('result' in o ? o.result : unreachable()));
+      return plans.map((plan, c) => resultOf(calls[c]!, plan, {}));
     }
 
     const allocationLock = `hashtextextended(${sqlLiteral(allocationLockKey)}, 0)`;
@@ -392,12 +447,7 @@ export class PostgresEventStore implements EventStore {
     allocation.locked = false;
     const written = appendedResult!.rows[0].streams as Record<string, { position: string; revision: string }>;
     for (const { streamId } of appends) if (written[streamId]) this.notifier.committed(streamId);
-    return appends.map(({ streamId }, i) => {
-      const outcome = outcomes[i]!;
-      if ('result' in outcome) return outcome.result;
-      const row = written[streamId]!;
-      return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
-    });
+    return plans.map((plan, c) => resultOf(calls[c]!, plan, written));
   }
 
   /** Rolls back and frees the allocation lock; returns an error when the connection must not be reused. */
@@ -514,6 +564,43 @@ function planAppend(
     };
   }
   return { firstRevision: actual === 'no_stream' ? 0n : actual + 1n };
+}
+
+/** A call's plan: every stream of it planned, or the call refused as a whole (its expectation failed). */
+function planCall(
+  call: StreamAppend[],
+  streams: StreamsState['streams'],
+  stored: StoredId[],
+): PromiseSettledResult<Planned[]> {
+  try {
+    return { status: 'fulfilled', value: call.map((append, i) => planAppend(append, streams[i]!, stored)) };
+  } catch (reason) {
+    if (!(reason instanceof WrongExpectedRevisionError)) throw reason;
+    return { status: 'rejected', reason };
+  }
+}
+
+/** A call's results once its transaction committed (`written`: each inserted stream's last row). */
+function resultOf(
+  call: StreamAppend[],
+  plan: PromiseSettledResult<Planned[]>,
+  written: Record<string, { position: string; revision: string }>,
+): PromiseSettledResult<AppendResult[]> {
+  if (plan.status === 'rejected') return plan;
+  return {
+    status: 'fulfilled',
+    value: plan.value.map((outcome, i) => {
+      if ('result' in outcome) return outcome.result;
+      const row = written[call[i]!.streamId] ?? unreachable();
+      return { nextExpectedRevision: BigInt(row.revision), position: BigInt(row.position) };
+    }),
+  };
+}
+
+/** The one call's results, or its refusal thrown. */
+function onlyResult([result]: Array<PromiseSettledResult<AppendResult[]>>): AppendResult[] {
+  if (result?.status !== 'fulfilled') throw result ? result.reason : new Error('an append got no result');
+  return result.value;
 }
 
 /** The caller's statement with its parameters as escaped literals, so it joins the script's round trip. */
