@@ -3,6 +3,7 @@ import { BenchContext, createBody } from '../lib/context';
 import { jobTimings, waitForJobsDrained } from '../lib/jobs';
 import { CheckpointPoller, dbNowMs } from '../lib/lag';
 import { runLoad } from '../lib/load';
+import { cpuPerOk } from '../lib/rss-tree';
 import type { Row, ScenarioResult } from '../lib/report';
 import { distribution, log, round, sleep, waitFor } from '../lib/util';
 
@@ -76,6 +77,8 @@ export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
         peakRssMb: round(hcp.rss.peakMb()),
         rssByProcessMb: hcp.rss.peaksByProcess(),
         rssSumMb: round(hcp.rss.sumPeakMb()),
+        // Creating the VMs (API) and running their jobs (worker+projections), per job of the window.
+        cpuMsPerJob: cpuPerOk(hcp.rss.cpuMsByProcess(), timings.length),
       };
       return { recorded, visible: visible.lag, spanS, jobs: timings.length, result };
     };
