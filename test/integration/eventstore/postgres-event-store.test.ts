@@ -245,9 +245,13 @@ describe('PostgresEventStore on PostgreSQL', () => {
 
       // Other suites' transactions on the server may block a read and make it retry (each subscription on
       // its own timer), so count no reads: one of them, the notification's, read for both woken ones.
-      const readPrefixes = reads.mock.calls
-        .filter(([text]) => typeof text === 'string' && text.includes('head.max_position'))
-        .map(([, params]) => [...((params as unknown[])[2] as string[])].sort());
+      // A statement is sent as its text and values, or as a prepared statement's config holding both.
+      const statements = reads.mock.calls.map(([query, params]) =>
+        typeof query === 'string' ? { text: query, values: params } : (query as { text: string; values: unknown }),
+      );
+      const readPrefixes = statements
+        .filter(({ text }) => text.includes('head.max_position'))
+        .map(({ values }) => [...((values as unknown[])[2] as string[])].sort());
       expect(readPrefixes).toContainEqual([a, b].sort());
       expect(collectors.map((collector) => collector.events.map((e) => e.streamId))).toEqual([
         [`${a}vm-1`],

@@ -29,6 +29,7 @@ import { eventStoreNames, type EventStoreNames } from './postgres-event-store.sc
 import { CoalescedPageReads } from './coalesced-page-reads';
 import { CoalescedStreamReads } from './coalesced-stream-reads';
 import { CoalescedAppends } from './coalesced-appends';
+import { prepared } from './prepared-statement';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
 
 export {
@@ -271,9 +272,11 @@ export class PostgresEventStore implements EventStore {
     const fromRevision = options.fromRevision ?? 0n;
     if (options.maxCount === undefined) return this.streamReads.read(streamId, fromRevision);
     const { rows } = await this.pool.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
-       WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision LIMIT $3`,
-      [streamId, fromRevision.toString(), options.maxCount],
+      prepared(
+        `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
+         WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision LIMIT $3`,
+        [streamId, fromRevision.toString(), options.maxCount],
+      ),
     );
     return rows.map(toRecordedEvent);
   }
@@ -296,16 +299,20 @@ export class PostgresEventStore implements EventStore {
     const { rows } =
       wanted.size === 1
         ? await this.pool.query<EventRow>(
-            `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
-             WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision`,
-            [...wanted].flatMap(([streamId, from]) => [streamId, from.toString()]),
+            prepared(
+              `SELECT ${EVENT_COLUMNS} FROM ${this.names.table} e
+               WHERE e.stream_id = $1 AND e.revision >= $2::bigint ORDER BY e.revision`,
+              [...wanted].flatMap(([streamId, from]) => [streamId, from.toString()]),
+            ),
           )
         : await this.pool.query<EventRow>(
-            `SELECT ${EVENT_COLUMNS}
-             FROM unnest($1::text[], $2::bigint[]) AS wanted(wanted_stream, from_revision)
-             JOIN ${this.names.table} e ON e.stream_id = wanted.wanted_stream AND e.revision >= wanted.from_revision
-             ORDER BY e.stream_id, e.revision`,
-            [[...wanted.keys()], [...wanted.values()].map(String)],
+            prepared(
+              `SELECT ${EVENT_COLUMNS}
+               FROM unnest($1::text[], $2::bigint[]) AS wanted(wanted_stream, from_revision)
+               JOIN ${this.names.table} e ON e.stream_id = wanted.wanted_stream AND e.revision >= wanted.from_revision
+               ORDER BY e.stream_id, e.revision`,
+              [[...wanted.keys()], [...wanted.values()].map(String)],
+            ),
           );
     return rows.map(toRecordedEvent);
   }
@@ -501,7 +508,8 @@ export class PostgresEventStore implements EventStore {
     // committed rows that are not safe to read yet. Filtered-out rows come back without their payload so
     // the cursor can move past them.
     const { rows } = await this.pool.query<PageRow>(
-      `SELECT head.max_position::text AS head,
+      prepared(
+        `SELECT head.max_position::text AS head,
               s.position::text AS position, s.stream_id, s.revision::text AS revision, s.event_id::text AS event_id,
               s.type, s.recorded_at, s.matches,
               CASE WHEN s.matches THEN s.data END AS data,
@@ -517,7 +525,8 @@ export class PostgresEventStore implements EventStore {
          LIMIT $2
        ) AS s ON true
        ORDER BY s.position`,
-      [after.toString(), PAGE_SIZE, prefixes],
+        [after.toString(), PAGE_SIZE, prefixes],
+      ),
     );
     return rows;
   }

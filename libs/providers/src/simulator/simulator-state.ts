@@ -5,6 +5,7 @@
  */
 import type { Pool } from 'pg';
 import { HcpError, internalError, providerUnavailable } from '@hcp/domain';
+import { prepared } from '@hcp/eventstore';
 import type { PowerState, VmAddress } from '../spi/provider-driver';
 
 /**
@@ -174,16 +175,15 @@ export class SimulatorState {
   }
 
   /**
-   * Records a VM in phase `cloning` unless one with this hcp_id exists. Returns true when this call
-   * inserted it; the caller re-reads either way, because the loser of a race must adopt the
-   * winner's row.
+   * Records a VM in phase `cloning` unless one with this hcp_id exists: the row this call inserted, or
+   * null when there was one already (the loser of a race must then read and adopt the winner's row).
    */
-  async insertIfAbsent(vm: NewSimulatorVm): Promise<boolean> {
-    const rows = await this.query<{ sim_id: string }>(
+  async insertIfAbsent(vm: NewSimulatorVm): Promise<SimulatorVm | null> {
+    const rows = await this.query<VmRow>(
       `INSERT INTO ${this.table} (hcp_id, name, project_id, image_ref, vcpus, ram_mb, disk_gb, tags, cluster_id, phase)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, 'cloning')
        ON CONFLICT (hcp_id) DO NOTHING
-       RETURNING sim_id`,
+       RETURNING ${COLUMNS}`,
       [
         vm.hcp_id,
         vm.name,
@@ -196,7 +196,7 @@ export class SimulatorState {
         vm.cluster_id,
       ],
     );
-    return rows.length === 1;
+    return rows[0] ? toVm(rows[0]) : null;
   }
 
   async findByHcpId(hcpId: string): Promise<SimulatorVm | null> {
@@ -285,9 +285,10 @@ export class SimulatorState {
     return rows.length > 0;
   }
 
+  /** Every statement is prepared: a job's provider calls are several statements of the same few texts. */
   private async query<R>(sql: string, values: unknown[] = []): Promise<R[]> {
     try {
-      const result = await this.pool.query(sql, values);
+      const result = await this.pool.query(prepared(sql, values));
       return result.rows as R[];
     } catch (err) {
       throw toStateError(err);

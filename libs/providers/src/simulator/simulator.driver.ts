@@ -140,9 +140,10 @@ export class SimulatorDriver implements ProviderDriver {
   async createVm(spec: CreateVmSpec, ctx: CallContext): Promise<VmDescription> {
     await this.begin('create', ctx);
 
-    let vm = await this.state.findByHcpId(spec.hcp_id);
-    if (!vm) {
-      await this.state.insertIfAbsent({
+    // Inserted first: a create's first attempt (the usual case) costs one statement, and a retried one,
+    // or the loser of a race, reads the row that is there and carries on from its phase.
+    let vm =
+      (await this.state.insertIfAbsent({
         hcp_id: spec.hcp_id,
         name: spec.name,
         project_id: spec.project_id,
@@ -152,10 +153,7 @@ export class SimulatorDriver implements ProviderDriver {
         disk_gb: spec.disk_gb,
         tags: spec.tags,
         cluster_id: this.clusterId,
-      });
-      // Whether this call won the insert or lost a race, the row in the table is the VM.
-      vm = await this.state.findByHcpId(spec.hcp_id);
-    }
+      })) ?? (await this.state.findByHcpId(spec.hcp_id));
 
     // Each pass performs the step of the phase the row is in, then advances it only if it is still
     // there; a concurrent create that got there first makes the update a no-op and we re-read.
