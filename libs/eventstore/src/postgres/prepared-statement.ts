@@ -4,7 +4,7 @@ import type { QueryConfig } from 'pg';
 /**
  * A statement PostgreSQL parses and plans once per connection, then only binds and executes. A hot
  * statement on these machines spent as long in the planner as in execution (pg_stat_statements over a
- * 1,000-job burst: a job's stream read 0.12 ms planning, 0.04 ms executing; bench/README.md).
+ * 1,000-job burst: a job's stream read 0.11 ms planning, 0.04 ms executing; bench/README.md).
  *
  * Named by a digest of its text: one text, one name, on every connection, whatever schema or table it
  * names (node-postgres refuses a name reused for another text). Only for statements whose text is fixed
