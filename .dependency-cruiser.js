@@ -8,11 +8,13 @@ module.exports = {
   forbidden: [
     {
       name: 'domain-is-pure',
-      comment: 'libs/domain is state machines and events: no Nest, no I/O, nothing outside itself but zod.',
+      comment:
+        'libs/domain is state machines and events: no Nest, no I/O, nothing outside itself but zod and immutable (data structures).',
       severity: 'error',
       from: { path: '^libs/domain/' },
-      // zod (the events' runtime schemas) is pure data validation: no I/O, no framework.
-      to: { pathNot: ['^libs/domain/', '^node_modules/zod/'] },
+      // zod (the events' runtime schemas) is pure data validation, immutable persistent collections (a
+      // project's quota reservations): no I/O, no framework.
+      to: { pathNot: ['^libs/domain/', '^node_modules/zod/', '^node_modules/immutable/'] },
     },
     {
       name: 'libs-stand-alone',

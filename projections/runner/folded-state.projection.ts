@@ -61,7 +61,7 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     private readonly table: string,
     /**
      * Several events of one row at once, with the result of `evolve` one by one: for states that grow
-     * with their history (a project's reservations), where `evolve` copies the state on every event.
+     * with their history, where `evolve` copies the state on every event.
      */
     private readonly evolveAll: (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null = (
       state,

@@ -1,13 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  EventContext,
-  evolveQuota,
-  evolveQuotaAll,
-  QuotaEvent,
-  QuotaState,
-  quotaGroupFold,
-  quotaStreamId,
-} from '@hcp/domain';
+import { EventContext, evolveQuota, QuotaEvent, QuotaState, quotaStreamId } from '@hcp/domain';
 import { DomainEventCodec, EventStore } from '@hcp/eventstore';
 import { AggregateRepository, AlongsideWrites, RetryOptions } from '../platform/event-sourcing/aggregate-repository';
 import { EVENT_STORE } from '../platform/tokens';
@@ -58,23 +50,6 @@ export class QuotaRepository extends AggregateRepository<QuotaState, QuotaEvent>
 
   constructor(@Inject(EVENT_STORE) store: EventStore, codec: DomainEventCodec) {
     super(store, codec, quotaStreamId, evolveQuota);
-  }
-
-  /** A project's reservations grow with its VMs: copied once per fold, not once per event. */
-  protected override fold(
-    state: QuotaState | null,
-    events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
-  ): QuotaState | null {
-    return evolveQuotaAll(state, events);
-  }
-
-  /**
-   * A group's decisions share one copy of the reservations per round instead of one per decision. The
-   * states of the decisions before the last see the reservations of those after them; callers use only
-   * their usage and limits (presentQuota), never the reservations.
-   */
-  protected override groupFold() {
-    return quotaGroupFold();
   }
 
   /**

@@ -24,7 +24,7 @@ export class QuotaSweeper {
   /** One pass; returns how many reservations it released. */
   async sweep(): Promise<number> {
     const rows: Array<{ project_id: string; vm_id: string }> = await this.db.query(
-      `SELECT q.project_id, r.vm_id FROM project_quotas q, jsonb_object_keys(q.state->'reservations') AS r(vm_id)`,
+      `SELECT project_id, vm_id FROM project_quota_reservations`,
     );
     const missing = new Set<string>();
     let released = 0;

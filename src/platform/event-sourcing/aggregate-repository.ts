@@ -94,21 +94,9 @@ export class AggregateRepository<S, E extends DomainEvent> {
     return { id, state, revision: last };
   }
 
-  /**
-   * Applies events in order, one `evolve` each. An aggregate whose state grows with its history may
-   * override this with a fold that gives the same result at less cost per event.
-   */
-  protected fold(state: S | null, events: ReadonlyArray<{ event: E; at: string }>): S | null {
+  /** Applies events in order, one `evolve` each. */
+  private fold(state: S | null, events: ReadonlyArray<{ event: E; at: string }>): S | null {
     return events.reduce<S | null>((s, { event, at }) => this.evolve(s, event, at), state);
-  }
-
-  /**
-   * How one round of a group commit folds its decisions one after another. The default is `fold`; an
-   * aggregate may return a fold that shares work between the steps of one round (see QuotaRepository),
-   * as long as every state it returns is right when returned and the last one is never changed after.
-   */
-  protected groupFold(): (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null {
-    return (state, events) => this.fold(state, events);
   }
 
   private remember(id: string, state: S | null, revision: bigint): void {
@@ -246,7 +234,6 @@ export class AggregateRepository<S, E extends DomainEvent> {
     alone: ReadonlySet<number>,
   ): GroupRound<S, E> {
     let state = start;
-    const foldNext = this.groupFold();
     const round: GroupRound<S, E> = {
       outcomes: [],
       state,
@@ -258,7 +245,7 @@ export class AggregateRepository<S, E extends DomainEvent> {
     for (const [i, { decide, context, alongside }] of decisions.entries()) {
       try {
         const events = decide(state);
-        state = foldNext(
+        state = this.fold(
           state,
           events.map((event) => ({ event, at: context.occurred_at })),
         );

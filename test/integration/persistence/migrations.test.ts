@@ -16,6 +16,7 @@ const TABLES = [
   'cluster_allocations',
   'cluster_usage',
   'project_quotas',
+  'project_quota_reservations',
   'quota_vm_projects',
   'audit_log',
   'audit_jobs',

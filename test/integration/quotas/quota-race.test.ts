@@ -158,7 +158,7 @@ describe('project quotas on PostgreSQL', () => {
 
       const { state } = await repo.load(p);
       const accepted = vmIds.filter((_, i) => results[i]!.status === 'fulfilled');
-      expect(Object.keys(state!.reservations).sort()).toEqual([...accepted].sort());
+      expect([...state!.reservations.keys()].sort()).toEqual([...accepted].sort());
       expect(state!.usage).toEqual({ instances: 5, vcpus: 5, ram_mb: 2560, disk_gb: 50 });
       const reserved = (await streamEvents(p)).filter((e) => e.event.type === 'QuotaReserved');
       expect(reserved).toHaveLength(5);
@@ -244,7 +244,7 @@ describe('project quotas on PostgreSQL', () => {
     const state = foldQuota(
       (await store.readStream(quotaStreamId(p))).map((r) => ({ event: codec.decode<QuotaEvent>(r).event, at: '' })),
     );
-    expect(Object.keys(state?.reservations ?? {}).sort()).toEqual([...accepted].sort());
+    expect([...(state?.reservations.keys() ?? [])].sort()).toEqual([...accepted].sort());
     for (const [i, vmId] of vmIds.entries()) {
       const result = results[i]!;
       const stream = (await store.readStream(vmStreamId(vmId))).map((e) => e.type);
@@ -266,7 +266,7 @@ describe('project quotas on PostgreSQL', () => {
     expect(results.map(codeOf).every((c) => c === 'OK' || c === 'QUOTA_EXCEEDED')).toBe(true);
 
     const accepted = asks.filter((_, i) => results[i]!.status === 'fulfilled');
-    const expected = quotaUsageOf(Object.fromEntries(accepted.map((a) => [a.vmId, a.resources])));
+    const expected = quotaUsageOf(accepted.map((a) => a.resources));
     const { state } = await repo.load(p);
     expect(state!.usage).toEqual(expected);
     expect(state!.usage.vcpus).toBeLessThanOrEqual(20);
@@ -318,7 +318,7 @@ describe('project quotas on PostgreSQL', () => {
     expect(results.slice(0, 10).map(codeOf)).toEqual(Array(10).fill('OK'));
     const accepted = fresh.filter((_, i) => results[10 + i]!.status === 'fulfilled');
     const { state } = await repo.load(p);
-    expect(Object.keys(state!.reservations).sort()).toEqual([...accepted].sort());
+    expect([...state!.reservations.keys()].sort()).toEqual([...accepted].sort());
     expect(state!.usage.instances).toBe(accepted.length);
   });
 
@@ -345,14 +345,14 @@ describe('project quotas on PostgreSQL', () => {
     await Promise.allSettled(
       vmIds.map((vmId, i) => quotas.reserve(p, vmId, { vcpus: 1 + (i % 2), ram_mb: 512, disk_gb: 20 }, ctx())),
     );
-    const held = Object.keys((await repo.load(p)).state!.reservations);
+    const held = [...(await repo.load(p)).state!.reservations.keys()];
     await Promise.all(held.slice(0, 3).map((vmId) => quotas.release(p, vmId, ctx())));
     const live = (await repo.load(p)).state!;
 
     const rebuilt = foldQuota(await streamEvents(p));
     expect(rebuilt!.usage).toEqual(live.usage);
     expect(rebuilt!.reservations).toEqual(live.reservations);
-    expect(rebuilt!.usage).toEqual(quotaUsageOf(live.reservations));
+    expect(rebuilt!.usage).toEqual(quotaUsageOf(live.reservations.values()));
 
     // The read model, built live from the stream...
     const view = async () =>
@@ -367,6 +367,7 @@ describe('project quotas on PostgreSQL', () => {
     // ...and rebuilt from position zero after its rows are gone.
     await stopProjection(runner);
     await ds.query(`DELETE FROM project_quotas`);
+    await ds.query(`DELETE FROM project_quota_reservations`);
     await ds.query(`DELETE FROM projection_checkpoints WHERE name = $1`, [QUOTA_READ_MODEL]);
     expect(await quotas.view(p)).toEqual({
       project_id: p,
@@ -375,9 +376,15 @@ describe('project quotas on PostgreSQL', () => {
     });
     runner = startProjection(quotaReadModelProjection());
     expect(await waitFor(view, 'the rebuilt quota read model')).toEqual(projected);
-    const [row] = await ds.query(`SELECT limits, usage, state FROM project_quotas WHERE project_id = $1`, [p]);
+    const [row] = await ds.query(`SELECT limits, usage FROM project_quotas WHERE project_id = $1`, [p]);
     expect(row.usage).toEqual(live.usage);
-    expect(row.state.reservations).toEqual(live.reservations);
+    const reservations = await ds.query(
+      `SELECT vm_id, vcpus::int, ram_mb::int, disk_gb::int FROM project_quota_reservations WHERE project_id = $1`,
+      [p],
+    );
+    expect(Object.fromEntries(reservations.map(({ vm_id, ...held }: { vm_id: string }) => [vm_id, held]))).toEqual(
+      live.reservations.toJS(),
+    );
     await stopProjection(runner);
   });
 
@@ -460,7 +467,7 @@ describe('project quotas on PostgreSQL', () => {
 
       await instancesBecome(p, 2);
       const { state } = await repo.load(p);
-      expect(Object.keys(state!.reservations).sort()).toEqual([running.vmId, stopFailed.vmId].sort());
+      expect([...state!.reservations.keys()].sort()).toEqual([running.vmId, stopFailed.vmId].sort());
       // capacity is back for new VMs
       await quotas.reserve(p, randomUUID(), SMALL, ctx());
       const released = (await streamEvents(p)).filter((e) => e.event.type === 'QuotaReleased');

@@ -1,3 +1,4 @@
+import { Map as ImmutableMap } from 'immutable';
 import { HcpError, invalidField } from '../errors';
 import {
   QUOTA_RESOURCES,
@@ -13,12 +14,17 @@ import {
  * A project's quota: the limits ops set (null: none set, nothing is limited) and the reservation each
  * live VM holds. Usage is always the sum of the reservations; it is derived from events only, so a
  * rebuild from the stream gives the same numbers.
+ *
+ * The reservations are a persistent map: a project holds one per VM, and a new state shares all but the
+ * changed path with the one it evolved from, so each event costs O(log n) and no state is ever copied.
+ * (A plain object had to be copied whole at every change to keep the states before it as they were: at
+ * 5,000 VMs that copy was about 3 ms of CPU, once per group of creates.)
  */
 export interface QuotaState {
   project_id: string;
   limits: QuotaLimits | null;
   /** vm_id -> what that VM holds. */
-  reservations: Record<string, QuotaResources>;
+  reservations: ImmutableMap<string, QuotaResources>;
   usage: QuotaUsage;
   updated_at: string;
 }
@@ -26,20 +32,16 @@ export interface QuotaState {
 export const ZERO_QUOTA_USAGE: Readonly<QuotaUsage> = Object.freeze({ instances: 0, vcpus: 0, ram_mb: 0, disk_gb: 0 });
 
 /** The usage a set of reservations adds up to (one instance per VM). */
-export function quotaUsageOf(reservations: Readonly<Record<string, QuotaResources>>): QuotaUsage {
-  return Object.values(reservations).reduce<QuotaUsage>(
-    (sum, r) => ({
-      instances: sum.instances + 1,
-      vcpus: sum.vcpus + r.vcpus,
-      ram_mb: sum.ram_mb + r.ram_mb,
-      disk_gb: sum.disk_gb + r.disk_gb,
-    }),
-    { ...ZERO_QUOTA_USAGE },
-  );
+export function quotaUsageOf(reservations: Iterable<QuotaResources>): QuotaUsage {
+  const sum = { ...ZERO_QUOTA_USAGE };
+  for (const r of reservations) {
+    sum.instances += 1;
+    sum.vcpus += r.vcpus;
+    sum.ram_mb += r.ram_mb;
+    sum.disk_gb += r.disk_gb;
+  }
+  return sum;
 }
-
-const isReserved = (state: QuotaState | null, vmId: string): boolean =>
-  state !== null && Object.hasOwn(state.reservations, vmId);
 
 // ---------------------------------------------------------------------------------------------------
 // evolve: state + event -> state. Total and pure; used by the aggregate and by the read-model projection.
@@ -48,7 +50,7 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
   const current: QuotaState = state ?? {
     project_id: event.data.project_id,
     limits: null,
-    reservations: {},
+    reservations: ImmutableMap(),
     usage: { ...ZERO_QUOTA_USAGE },
     updated_at: at,
   };
@@ -57,11 +59,11 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
       return { ...current, limits: { ...event.data.limits }, updated_at: at };
     case 'QuotaReserved': {
       const { vm_id, resources } = event.data;
-      if (isReserved(current, vm_id)) return current; // a reservation is held once, whatever replays
+      if (current.reservations.has(vm_id)) return current; // a reservation is held once, whatever replays
       const held: QuotaResources = { vcpus: resources.vcpus, ram_mb: resources.ram_mb, disk_gb: resources.disk_gb };
       return {
         ...current,
-        reservations: { ...current.reservations, [vm_id]: held },
+        reservations: current.reservations.set(vm_id, held),
         usage: {
           instances: current.usage.instances + 1,
           vcpus: current.usage.vcpus + held.vcpus,
@@ -73,11 +75,11 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
     }
     case 'QuotaReleased': {
       const { vm_id } = event.data;
-      if (!isReserved(current, vm_id)) return current;
-      const held = current.reservations[vm_id]!;
+      const held = current.reservations.get(vm_id);
+      if (!held) return current; // unknown, or given back already
       return {
         ...current,
-        reservations: Object.fromEntries(Object.entries(current.reservations).filter(([id]) => id !== vm_id)),
+        reservations: current.reservations.delete(vm_id),
         usage: {
           instances: current.usage.instances - 1,
           vcpus: current.usage.vcpus - held.vcpus,
@@ -90,90 +92,12 @@ export function evolveQuota(state: QuotaState | null, event: QuotaEvent, at: str
   }
 }
 
-/**
- * Evolves by many events at once, with the same result as evolving one by one. `evolveQuota` copies
- * the reservations on every event (O(n) each, so folding a stream was O(n²): minutes of CPU for a
- * project of 100,000 VMs after a restart); here they are copied once, into an object private to this
- * call, and changed in place. Pure all the same: `state` and the events are never changed.
- */
+/** Evolves by many events in order, from `state` (null: from nothing). */
 export function evolveQuotaAll(
   state: QuotaState | null,
   events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
-  owned?: QuotaState['reservations'],
 ): QuotaState | null {
-  if (events.length === 0) return state;
-  if (events.length === 1 && owned === undefined) return evolveQuota(state, events[0]!.event, events[0]!.at);
-  const start = state ?? evolveQuota(null, events[0]!.event, events[0]!.at);
-  let limits = start.limits;
-  let reservations = start.reservations;
-  // Reservations the caller owns (see quotaGroupFold) are changed in place instead of copied.
-  let copied = owned !== undefined && reservations === owned;
-  const usage = { ...start.usage };
-  let updatedAt = start.updated_at;
-  let changed = start !== state;
-  for (const { event, at } of state ? events : events.slice(1)) {
-    switch (event.type) {
-      case 'QuotaLimitsSet':
-        limits = { ...event.data.limits };
-        break;
-      case 'QuotaReserved': {
-        const { vm_id, resources } = event.data;
-        if (Object.hasOwn(reservations, vm_id)) continue;
-        if (!copied) [reservations, copied] = [{ ...reservations }, true];
-        const held: QuotaResources = { vcpus: resources.vcpus, ram_mb: resources.ram_mb, disk_gb: resources.disk_gb };
-        // Defined, not assigned: a vm id of "__proto__" is data like any other.
-        Object.defineProperty(reservations, vm_id, {
-          value: held,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-        usage.instances += 1;
-        usage.vcpus += held.vcpus;
-        usage.ram_mb += held.ram_mb;
-        usage.disk_gb += held.disk_gb;
-        break;
-      }
-      case 'QuotaReleased': {
-        const { vm_id } = event.data;
-        if (!Object.hasOwn(reservations, vm_id)) continue;
-        if (!copied) [reservations, copied] = [{ ...reservations }, true];
-        const held = reservations[vm_id]!;
-        delete reservations[vm_id];
-        usage.instances -= 1;
-        usage.vcpus -= held.vcpus;
-        usage.ram_mb -= held.ram_mb;
-        usage.disk_gb -= held.disk_gb;
-        break;
-      }
-    }
-    updatedAt = at;
-    changed = true;
-  }
-  return changed ? { project_id: start.project_id, limits, reservations, usage, updated_at: updatedAt } : start;
-}
-
-/**
- * Folds the decisions of a group commit one after another, each on the state the one before left: the
- * reservations are copied once, at the first change, and then changed in place, so k decisions on a
- * project of n VMs cost O(n + k) instead of O(n * k). The states it returns share that copy: each is
- * exact when it is returned, and a later call adds to (or removes from) the reservations of the states
- * returned before it; their usage, limits and every other field stay their own. So use each state before
- * the next call, as a group's decisions do; the last state returned is never changed again.
- */
-export function quotaGroupFold(): (
-  state: QuotaState | null,
-  events: ReadonlyArray<{ event: QuotaEvent; at: string }>,
-) => QuotaState | null {
-  let owned: QuotaState['reservations'] | undefined;
-  return (state, events) => {
-    if (events.length === 0) return state;
-    const next = evolveQuotaAll(state, events, owned ?? {});
-    // The first change copied the reservations into an object of this fold's own; it is the one changed
-    // in place from then on.
-    if (next && next.reservations !== state?.reservations) owned = next.reservations;
-    return next;
-  };
+  return events.reduce<QuotaState | null>((s, { event, at }) => evolveQuota(s, event, at), state);
 }
 
 export function foldQuota(events: ReadonlyArray<{ event: QuotaEvent; at: string }>): QuotaState | null {
@@ -199,13 +123,13 @@ export function decideQuota(state: QuotaState | null, command: QuotaCommand): Qu
       return [quotaEvent('QuotaLimitsSet', { project_id: command.project_id, limits })];
     }
     case 'reserve': {
-      if (isReserved(state, command.vm_id)) return []; // a retried reservation of the same VM
+      if (state?.reservations.has(command.vm_id)) return []; // a retried reservation of the same VM
       const resources = countsOf(command.resources, ['vcpus', 'ram_mb', 'disk_gb'] as const);
       if (state?.limits) assertWithin(state.limits, state.usage, { instances: 1, ...resources });
       return [quotaEvent('QuotaReserved', { project_id: command.project_id, vm_id: command.vm_id, resources })];
     }
     case 'release':
-      if (!isReserved(state, command.vm_id)) return []; // unknown, or given back already
+      if (!state?.reservations.has(command.vm_id)) return []; // unknown, or given back already
       return [quotaEvent('QuotaReleased', { project_id: command.project_id, vm_id: command.vm_id })];
   }
 }

@@ -11,6 +11,7 @@ import { Hosts1767744000040 } from './1767744000040-hosts';
 import { HostCalls1767744000041 } from './1767744000041-host-calls';
 import { ProjectionCheckpointMove1767744000050 } from './1767744000050-projection-checkpoint-move';
 import { ProjectionCheckpointAfterWrites1767744000051 } from './1767744000051-projection-checkpoint-after-writes';
+import { ProjectQuotaReservations1767744000060 } from './1767744000060-project-quota-reservations';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   HostCalls1767744000041,
   ProjectionCheckpointMove1767744000050,
   ProjectionCheckpointAfterWrites1767744000051,
+  ProjectQuotaReservations1767744000060,
 ];
