@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { EventSchema, idSchema, schemaFor } from '../events/event-schemas';
 import { CONSOLE_TYPES } from '../ops/capabilities';
 import {

@@ -1,9 +1,9 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { HcpError } from '../errors';
 import { DomainEvent } from './domain-event';
 
 /** The runtime schema of one event type's data at its current version. */
-export type EventSchema = z.ZodType<object, z.ZodTypeDef, unknown>;
+export type EventSchema = z.ZodType<object, unknown>;
 
 /**
  * Ties a schema to its event's TypeScript type in both directions, at compile time: what the schema
@@ -11,7 +11,7 @@ export type EventSchema = z.ZodType<object, z.ZodTypeDef, unknown>;
  * as non-empty ids aside). So a schema cannot drift from the type it guards without the build failing.
  */
 export function schemaFor<E extends DomainEvent>() {
-  return <S extends z.ZodType<E['data'], z.ZodTypeDef, unknown>>(
+  return <S extends z.ZodType<E['data'], unknown>>(
     schema: S & ([E['data']] extends [z.input<S>] ? unknown : 'the schema refuses data its event type allows'),
   ): S => schema;
 }
@@ -68,21 +68,30 @@ export class EventSchemaRegistry {
     const result = this.schemas[event.type].safeParse(event.data);
     if (result.success) return;
     const issue = result.error.issues[0];
-    throw new EventSchemaViolation(event.type, fieldOf(issue.path), problemOf(issue));
+    throw new EventSchemaViolation(event.type, fieldOf(issue.path), problemOf(issue, valueAt(event.data, issue.path)));
   }
 }
 
-function fieldOf(path: ReadonlyArray<string | number>): string {
-  return path.length === 0 ? '(data)' : path.join('.');
+function fieldOf(path: ReadonlyArray<PropertyKey>): string {
+  return path.length === 0 ? '(data)' : path.map(String).join('.');
+}
+
+/** What the data holds at an issue's path (zod 4 does not report it, so a missing field is told from it). */
+function valueAt(data: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let value = data;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
 }
 
 /** What is wrong, in words that never repeat the value (zod's own messages may quote it). */
-function problemOf(issue: z.ZodIssue): string {
+function problemOf(issue: z.core.$ZodIssue, value: unknown): string {
   switch (issue.code) {
     case 'invalid_type':
-      return issue.received === 'undefined' ? `missing (expected ${issue.expected})` : `expected ${issue.expected}`;
-    case 'invalid_enum_value':
-    case 'invalid_literal':
+      return value === undefined ? `missing (expected ${issue.expected})` : `expected ${issue.expected}`;
+    case 'invalid_value':
       return 'not one of the allowed values';
     case 'too_small':
       return `too small (minimum ${String(issue.minimum)})`;

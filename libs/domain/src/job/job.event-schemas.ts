@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { errorShapeSchema } from '../errors.schema';
 import { EventSchema, idSchema, schemaFor } from '../events/event-schemas';
 import { JobFactValue, jobFactProblem } from './job-facts';
@@ -19,7 +19,7 @@ import {
 
 const attempt = z.number().int().nonnegative();
 const jsonValue: z.ZodType<JobFactValue> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(jsonValue), z.record(jsonValue)]),
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
 );
 
 /** The runtime schema of every job event at its current version (see JOB_EVENT_VERSIONS). */
@@ -32,7 +32,7 @@ export const JOB_EVENT_SCHEMAS = {
       resource_id: idSchema,
       trace_id: z.string(),
       actor: z.string(),
-      params: z.record(z.unknown()),
+      params: z.record(z.string(), z.unknown()),
       deadline: z.string().nullable().optional(),
     }),
   ),
@@ -54,7 +54,7 @@ export const JOB_EVENT_SCHEMAS = {
   JobFactRecorded: schemaFor<JobFactRecorded>()(
     z.object({ attempt, key: z.string(), value: jsonValue }).superRefine((data, ctx) => {
       const problem = jobFactProblem(data.key, data.value);
-      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem, path: ['value'] });
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['value'] });
     }),
   ),
 } satisfies Record<JobEventType, EventSchema>;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { EventSchema, idSchema, schemaFor } from '../events/event-schemas';
 import {
   ClusterSpec,
@@ -14,9 +14,9 @@ import {
   ZoneSpec,
 } from './ops-resources';
 
-const anything = z.record(z.unknown());
+const anything = z.record(z.string(), z.unknown());
 
-const SPEC_SCHEMAS: { [K in OpsKind]: z.ZodType<OpsSpecs[K], z.ZodTypeDef, unknown> } = {
+const SPEC_SCHEMAS: { [K in OpsKind]: z.ZodType<OpsSpecs[K], unknown> } = {
   provider: z.object({
     name: z.string().min(1),
     type: z.enum(PROVIDER_TYPES),
@@ -24,7 +24,7 @@ const SPEC_SCHEMAS: { [K in OpsKind]: z.ZodType<OpsSpecs[K], z.ZodTypeDef, unkno
     tls: z.object({ ca_pem: z.string().optional(), fingerprint_sha256: z.string().optional() }),
     settings: anything,
     has_credentials: z.boolean(),
-  }) satisfies z.ZodType<ProviderSpec, z.ZodTypeDef, unknown>,
+  }) satisfies z.ZodType<ProviderSpec, unknown>,
   cluster: z.object({
     name: z.string().min(1),
     provider_id: idSchema,
@@ -32,27 +32,27 @@ const SPEC_SCHEMAS: { [K in OpsKind]: z.ZodType<OpsSpecs[K], z.ZodTypeDef, unkno
     capacity: z.object({ vcpus: z.number(), ram_mb: z.number(), disk_gb: z.number() }).nullable(),
     enabled: z.boolean(),
     capabilities: anything,
-  }) satisfies z.ZodType<ClusterSpec, z.ZodTypeDef, unknown>,
+  }) satisfies z.ZodType<ClusterSpec, unknown>,
   zone: z.object({
     name: z.string().min(1),
     cluster_ids: z.array(idSchema),
     policy: z.enum(['spread', 'pack']),
-  }) satisfies z.ZodType<ZoneSpec, z.ZodTypeDef, unknown>,
+  }) satisfies z.ZodType<ZoneSpec, unknown>,
   image: z.object({
     name: z.string().min(1),
     os: z.string(),
     min_disk_gb: z.number(),
     min_ram_mb: z.number(),
     visibility: z.enum(['public', 'private']),
-    provider_refs: z.record(z.string()),
-  }) satisfies z.ZodType<ImageSpec, z.ZodTypeDef, unknown>,
+    provider_refs: z.record(z.string(), z.string()),
+  }) satisfies z.ZodType<ImageSpec, unknown>,
   flavor: z.object({
     name: z.string().min(1),
     vcpus: z.number(),
     ram_mb: z.number(),
     disk_gb: z.number(),
     extras: anything,
-  }) satisfies z.ZodType<FlavorSpec, z.ZodTypeDef, unknown>,
+  }) satisfies z.ZodType<FlavorSpec, unknown>,
 };
 
 const pascal = (kind: OpsKind) => `${kind[0].toUpperCase()}${kind.slice(1)}`;

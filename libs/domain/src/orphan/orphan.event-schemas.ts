@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { errorShapeSchema } from '../errors.schema';
 import { EventSchema, idSchema, schemaFor } from '../events/event-schemas';
 import {
@@ -16,7 +16,7 @@ import {
 
 const powerState = z.enum(ORPHAN_POWER_STATES);
 const hcpRecord = z.enum(ORPHAN_HCP_RECORDS);
-const providerRef = z.record(z.unknown());
+const providerRef = z.record(z.string(), z.unknown());
 const projectId = idSchema.nullable();
 const time = z.string().min(1);
 

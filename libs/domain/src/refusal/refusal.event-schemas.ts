@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { EventSchema, schemaFor } from '../events/event-schemas';
 import { RefusalEvent, RequestRefusalsSuppressed } from './refusal.events';
 
@@ -14,7 +14,7 @@ export const REFUSAL_EVENT_SCHEMAS = {
       window_end: z.string(),
       suppressed: count,
       rate_limited: count,
-      codes: z.record(count),
+      codes: z.record(z.string(), count),
     }),
   ),
 } satisfies Record<RefusalEvent['type'], EventSchema>;

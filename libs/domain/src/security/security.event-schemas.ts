@@ -1,9 +1,9 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { EventSchema, schemaFor } from '../events/event-schemas';
 import { RequestAnswered, RequestEvent, RequestReceived, RequestRefused } from './request.events';
 import { BreakGlassUsed, SecurityEvent } from './security.events';
 
-const target = z.record(z.string());
+const target = z.record(z.string(), z.string());
 const rejected = z.object({ project_id: z.object({ length: z.number(), prefix: z.string() }).optional() });
 const scope = z.enum(['tenant', 'ops']);
 

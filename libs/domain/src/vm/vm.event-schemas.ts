@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from 'zod/v4';
 import { errorShapeSchema } from '../errors.schema';
 import { EventSchema, idSchema, schemaFor } from '../events/event-schemas';
 import {
@@ -19,7 +19,7 @@ import {
   VmStopRequested,
 } from './vm.events';
 
-const labels = z.record(z.string());
+const labels = z.record(z.string(), z.string());
 const address = z.object({ type: z.enum(['ipv4', 'ipv6']), address: z.string(), nic: z.string() });
 const count = z.number().int().nonnegative();
 const status = z.enum([
@@ -59,7 +59,7 @@ export const VM_EVENT_SCHEMAS = {
       job_id: idSchema,
       power_state: z.enum(['running', 'stopped']),
       addresses: z.array(address),
-      provider_ref: z.record(z.unknown()),
+      provider_ref: z.record(z.string(), z.unknown()),
     }),
   ),
   VmStartRequested: schemaFor<VmStartRequested>()(z.object({ job_id: idSchema, project_id: idSchema })),
