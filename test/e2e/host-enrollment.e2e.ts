@@ -58,7 +58,14 @@ beforeAll(async () => {
   hcp = await HcpProcess.start({
     databaseUrl: db.url,
     // Debug logs: the most HCP ever writes, so the check that no secret is logged covers the most.
-    env: { LOG_LEVEL: 'debug', HCP_RECONCILE_INTERVAL_MS: '0', HCP_SIMULATOR_LATENCY_SCALE: '0' },
+    env: {
+      LOG_LEVEL: 'debug',
+      HCP_RECONCILE_INTERVAL_MS: '0',
+      HCP_SIMULATOR_LATENCY_SCALE: '0',
+      // A revoked host shows offline once its last heartbeat is this old, and the gauge counts it at its next
+      // run (every 15 s): at the default 30 s the two took up to 45 s, past the metrics test's 40 s wait.
+      HCP_HOST_HEARTBEAT_TIMEOUT_MS: '10000',
+    },
   });
   infra = new ApiClient(hcp.baseUrl, hcp.token('ingrid', {}, ['infra-admin']));
   auditor = new ApiClient(hcp.baseUrl, hcp.token('aude', {}, ['security-auditor']));

@@ -30,17 +30,29 @@ export class ProjectQuotaReservations1767744000060 implements MigrationInterface
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE project_quotas ADD COLUMN state jsonb`);
+    // Rebuilt rather than altered, so the columns are back in their places (ADD COLUMN would append it).
     await q.query(`
-      UPDATE project_quotas q SET state = jsonb_build_object(
+      CREATE TABLE project_quotas_down (
+        project_id text PRIMARY KEY,
+        limits jsonb,
+        usage jsonb NOT NULL,
+        state jsonb NOT NULL,
+        position bigint NOT NULL
+      )`);
+    await q.query(`
+      INSERT INTO project_quotas_down (project_id, limits, usage, state, position)
+      SELECT q.project_id, q.limits, q.usage, jsonb_build_object(
         'project_id', q.project_id,
         'limits', q.limits,
         'usage', q.usage,
         'updated_at', to_jsonb(q.updated_at),
         'reservations', coalesce((
           SELECT jsonb_object_agg(r.vm_id, jsonb_build_object('vcpus', r.vcpus, 'ram_mb', r.ram_mb, 'disk_gb', r.disk_gb))
-          FROM project_quota_reservations r WHERE r.project_id = q.project_id), '{}'::jsonb))`);
-    await q.query(`ALTER TABLE project_quotas ALTER COLUMN state SET NOT NULL, DROP COLUMN updated_at`);
+          FROM project_quota_reservations r WHERE r.project_id = q.project_id), '{}'::jsonb)), q.position
+      FROM project_quotas q`);
+    await q.query(`DROP TABLE project_quotas`);
+    await q.query(`ALTER TABLE project_quotas_down RENAME TO project_quotas`);
+    await q.query(`ALTER TABLE project_quotas RENAME CONSTRAINT project_quotas_down_pkey TO project_quotas_pkey`);
     await q.query(`DROP TABLE project_quota_reservations`);
   }
 }
