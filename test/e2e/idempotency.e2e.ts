@@ -54,6 +54,23 @@ describe('Idempotency-Key', () => {
     expect(await countCreates('idem-1')).toBe(1);
   });
 
+  it('records the replayed request in the audit trail too, as answered with the first job', async () => {
+    const key = newIdempotencyKey();
+    const first = await createVm('idem', 'idem-audited', key);
+    const again = await createVm('idem', 'idem-audited', key);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const answered = await queryDatabase<{ status: string; job_id: string }>(
+      db.url,
+      `SELECT data->>'status' AS status, data->>'job_id' AS job_id FROM hcp_events
+       WHERE type = 'RequestAnswered' AND data->>'job_id' = $1`,
+      [first.body!.job_id],
+    );
+    expect(answered).toEqual([
+      { status: '202', job_id: first.body!.job_id },
+      { status: '202', job_id: first.body!.job_id },
+    ]);
+  });
+
   it('refuses the same key with a different body with CONFLICT', async () => {
     const key = 'create-web-2';
     expect((await createVm('idem', 'idem-2', key)).status).toBe(202);

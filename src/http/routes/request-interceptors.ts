@@ -1,21 +1,24 @@
 import { NestInterceptor, Type } from '@nestjs/common';
 import { INTERCEPTORS_METADATA } from '@nestjs/common/constants';
 import { ROUTE_POLICIES } from '@hcp/auth';
-import { IdempotencyInterceptor } from '../idempotency/idempotency.interceptor';
 import { RequestAuditInterceptor } from '../request/request-audit.interceptor';
+import { AuditedIdempotentInterceptor } from './audited-idempotent.interceptor';
 import { declaredRoutes } from './declared-routes';
 
 /**
- * The interceptors a route runs, in order: the request is recorded for the audit trail (every public
- * route that changes something, and every ops route), then deduplicated by its Idempotency-Key (the
- * job-starting routes). Tenant reads, health, metrics and the host agents' internal routes run none.
+ * The interceptors a route runs: the request is recorded for the audit trail (every public route that
+ * changes something, and every ops route), and on the job-starting routes (all of them POST or DELETE,
+ * so all recorded) then deduplicated by its Idempotency-Key, both steps in one interceptor
+ * (AuditedIdempotentInterceptor). Tenant reads, health, metrics and the host agents' internal routes run
+ * none.
  */
 export function requestInterceptorsFor(key: string): Array<Type<NestInterceptor>> {
   const policy = ROUTE_POLICIES[key];
   if (!policy) return [];
   const audited = !key.startsWith('GET ') || policy.scope === 'ops';
   const idempotent = 'starts_job' in policy && policy.starts_job === true;
-  return [...(audited ? [RequestAuditInterceptor] : []), ...(idempotent ? [IdempotencyInterceptor] : [])];
+  if (idempotent) return [AuditedIdempotentInterceptor];
+  return audited ? [RequestAuditInterceptor] : [];
 }
 
 /**
