@@ -52,7 +52,9 @@ export class QuotaReadModelProjection implements RebuildableProjection {
     for (const e of events) {
       const projectId = e.streamId.slice(QUOTA_STREAM_PREFIX.length);
       const event = e.event as QuotaEvent;
-      byProject.set(projectId, [...(byProject.get(projectId) ?? []), { event, at: e.at, position: e.position }]);
+      const stored = byProject.get(projectId) ?? [];
+      stored.push({ event, at: e.at, position: e.position });
+      byProject.set(projectId, stored);
       if (event.type !== 'QuotaLimitsSet')
         named.set(projectId, (named.get(projectId) ?? new Set()).add(event.data.vm_id));
     }
@@ -62,13 +64,19 @@ export class QuotaReadModelProjection implements RebuildableProjection {
       ? await tx.query(SELECT_RESERVATIONS, [pairs.map(([p]) => p), pairs.map(([, vm]) => vm)])
       : [];
 
+    const heldBy = new Map<string, ReservationRow[]>();
+    for (const r of held) {
+      const ofProject = heldBy.get(r.project_id) ?? [];
+      ofProject.push(r);
+      heldBy.set(r.project_id, ofProject);
+    }
     const writes = new Writes();
     const rows = new Map(projects.map((row) => [row.project_id, row]));
     for (const [projectId, stored] of byProject) {
       const row = rows.get(projectId);
       const fresh = row ? stored.filter((s) => s.position > BigInt(row.position)) : stored;
       if (fresh.length === 0) continue; // applied before (a rebuild that restarted)
-      const before = row ? stateOf(row, held) : null;
+      const before = row ? stateOf(row, heldBy.get(projectId) ?? []) : null;
       const after = evolveQuotaAll(before, fresh)!;
       for (const vmId of named.get(projectId) ?? []) writes.reservation(projectId, vmId, before, after);
       writes.project(after, fresh[fresh.length - 1]!.position);
@@ -77,7 +85,7 @@ export class QuotaReadModelProjection implements RebuildableProjection {
   }
 }
 
-/** The project's state as far as the batch needs it: its row, and the reservations the batch names. */
+/** The project's state as far as the batch needs it: its row, and the reservations of it the batch names. */
 function stateOf(row: ProjectRow, held: ReservationRow[]): QuotaState {
   return {
     project_id: row.project_id,
@@ -85,9 +93,7 @@ function stateOf(row: ProjectRow, held: ReservationRow[]): QuotaState {
     usage: row.usage,
     updated_at: row.updated_at.toISOString(),
     reservations: ImmutableMap(
-      held
-        .filter((r) => r.project_id === row.project_id)
-        .map((r) => [r.vm_id, { vcpus: Number(r.vcpus), ram_mb: Number(r.ram_mb), disk_gb: Number(r.disk_gb) }]),
+      held.map((r) => [r.vm_id, { vcpus: Number(r.vcpus), ram_mb: Number(r.ram_mb), disk_gb: Number(r.disk_gb) }]),
     ),
   };
 }

@@ -56,17 +56,9 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     readonly name: string,
     private readonly streamPrefix: string,
     private readonly entity: EntityTarget<R>,
-    evolve: (state: S | null, event: E, at: string) => S | null,
+    private readonly evolve: (state: S | null, event: E, at: string) => S | null,
     private readonly toRow: (state: S, position: bigint) => R,
     private readonly table: string,
-    /**
-     * Several events of one row at once, with the result of `evolve` one by one: for states that grow
-     * with their history, where `evolve` copies the state on every event.
-     */
-    private readonly evolveAll: (state: S | null, events: ReadonlyArray<{ event: E; at: string }>) => S | null = (
-      state,
-      events,
-    ) => events.reduce<S | null>((s, { event, at }) => evolve(s, event, at), state),
     /** Rows remembered (`written`): the live working set, not the table. */
     writtenCacheSize = 1_000,
   ) {
@@ -166,7 +158,7 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
     const rows: Folded<S>[] = [];
     for (const [id, { events: rowEvents, position }] of pending) {
       const start = from.get(id);
-      const state = this.evolveAll(start?.state ?? null, rowEvents);
+      const state = rowEvents.reduce<S | null>((s, { event, at }) => this.evolve(s, event, at), start?.state ?? null);
       if (!state) continue;
       const row = this.toRow(state, position);
       rows.push({
