@@ -288,6 +288,55 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
+  it('reads many streams through the stream index even before the table has statistics', async () => {
+    // A fresh database: no ANALYZE has run, so the planner guesses. It once chose to hash-join the wanted
+    // streams against a scan of every event (bench/README.md, "the eleventh session").
+    const fresh = await createFixture();
+    try {
+      const table = `"${fresh.schema}".hcp_events`;
+      await fresh.pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+      const streams = Array.from({ length: 2_000 }, (_, i) => `vm-${i}`);
+      for (let i = 0; i < streams.length; i += 200) {
+        await fresh.store.appendMany(
+          streams.slice(i, i + 200).map((streamId) => ({ streamId, events: newEvents(3), expected: 'no_stream' })),
+        );
+      }
+      const reads = jest.spyOn(fresh.pool, 'query');
+      const wanted = streams.slice(0, 80).map((streamId) => ({ streamId }));
+      let answer: Map<string, RecordedEvent[]>;
+      let statement: { text: string; values: unknown[] };
+      try {
+        answer = await fresh.store.readStreams(wanted);
+        statement = reads.mock.calls.map(([config]) => config as unknown as typeof statement).at(-1)!;
+      } finally {
+        reads.mockRestore();
+      }
+      expect([...answer.values()].map((events) => events.length)).toEqual(wanted.map(() => 3));
+
+      const client = await fresh.pool.connect();
+      try {
+        await client.query(`PREPARE wanted_streams AS ${statement.text}`);
+        for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+          await client.query(`SET plan_cache_mode = ${mode}`);
+          // EXPLAIN takes no bind parameters: the two arrays go in as literals.
+          const [ids, revisions] = statement.values.map((list) =>
+            client.escapeLiteral(`{${(list as string[]).map((v) => JSON.stringify(v)).join(',')}}`),
+          );
+          const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+            `EXPLAIN (FORMAT JSON) EXECUTE wanted_streams(${ids}, ${revisions})`,
+          );
+          const plan = JSON.stringify(rows[0]!['QUERY PLAN']);
+          expect({ mode, scansEveryEvent: plan.includes('"Seq Scan"') }).toEqual({ mode, scansEveryEvent: false });
+        }
+      } finally {
+        await client.query('DEALLOCATE ALL; RESET plan_cache_mode');
+        client.release();
+      }
+    } finally {
+      await fresh.cleanup();
+    }
+  });
+
   it('commits appends asked at once in one transaction, each answered as an append of its own would be', async () => {
     const prefix = uniquePrefix();
     const streams = Array.from({ length: 8 }, (_, i) => `${prefix}job-${i}`);

@@ -284,6 +284,10 @@ export class PostgresEventStore implements EventStore {
   /**
    * One statement for the whole batch: the requested streams as two arrays, each joined to its events on
    * the (stream_id, revision) key, so the cost is one round trip and one index range scan per stream.
+   * The per-stream scan is a LATERAL subquery fenced by `OFFSET 0`, so the planner cannot turn it into a
+   * hash join over the whole table: it chose one while the table had no statistics yet (a fresh
+   * database, its first minute of writes), and a worker's read of 80 streams scanned every event,
+   * 7.5 ms against 0.8 (bench/README.md, "the eleventh session").
    */
   async readStreams(reads: StreamRead[]): Promise<Map<string, RecordedEvent[]>> {
     assertStreamReads(reads);
@@ -309,7 +313,11 @@ export class PostgresEventStore implements EventStore {
             prepared(
               `SELECT ${EVENT_COLUMNS}
                FROM unnest($1::text[], $2::bigint[]) AS wanted(wanted_stream, from_revision)
-               JOIN ${this.names.table} e ON e.stream_id = wanted.wanted_stream AND e.revision >= wanted.from_revision
+               CROSS JOIN LATERAL (
+                 SELECT * FROM ${this.names.table} s
+                 WHERE s.stream_id = wanted.wanted_stream AND s.revision >= wanted.from_revision
+                 OFFSET 0
+               ) e
                ORDER BY e.stream_id, e.revision`,
               [[...wanted.keys()], [...wanted.values()].map(String)],
             ),
