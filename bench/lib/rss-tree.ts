@@ -48,7 +48,7 @@ export class ProcessTreeRss implements RssWatch {
   private timer: NodeJS.Timeout | null = null;
   private peaks = new Map<string, number>();
   private sumPeak = 0;
-  private readonly names = new Map<number, string | null>();
+  private readonly names = new Map<number, string>();
   private cpuAtWindowStart = new Map<string, number>();
   private postgresAtWindowStart = new Map<number, number>();
 
@@ -155,9 +155,13 @@ export class ProcessTreeRss implements RssWatch {
       return found;
     }
     for (const pid of children) {
-      if (!this.names.has(pid)) this.names.set(pid, childName(pid));
-      const name = this.names.get(pid);
-      if (name) found.push({ pid, name });
+      // A name is remembered only once found: a child seen between its fork and its exec still shows the
+      // launcher's environment, and remembering "no name" then left the worker out of a whole run.
+      const name = this.names.get(pid) ?? childName(pid);
+      if (name) {
+        this.names.set(pid, name);
+        found.push({ pid, name });
+      }
     }
     return found;
   }
