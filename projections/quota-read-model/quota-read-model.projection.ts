@@ -135,14 +135,26 @@ const sameResources = (a: QuotaResources, b: QuotaResources) =>
 const SELECT_PROJECTS = `SELECT project_id, limits, usage, updated_at, position::text AS position
   FROM project_quotas WHERE project_id = ANY($1::text[])`;
 
-const SELECT_RESERVATIONS = `SELECT r.project_id, r.vm_id, r.vcpus::text AS vcpus, r.ram_mb::text AS ram_mb, r.disk_gb::text AS disk_gb
-  FROM project_quota_reservations r JOIN unnest($1::text[], $2::text[]) AS n(project_id, vm_id)
-    ON r.project_id = n.project_id AND r.vm_id = n.vm_id`;
+/**
+ * The named reservations, each looked up by its key in a LATERAL subquery fenced by `OFFSET 0`: joined
+ * plainly, a table without statistics yet (filled by an import, or after pg_upgrade) was hash-joined
+ * against a scan of every reservation, 16-20 ms for 200 names among 50,000 against ~1 ms.
+ */
+const NAMED_RESERVATIONS = (columns: string) => `SELECT ${columns}
+  FROM unnest($1::text[], $2::text[]) AS n(project_id, vm_id)
+  CROSS JOIN LATERAL (
+    SELECT x.ctid, x.* FROM project_quota_reservations x WHERE x.project_id = n.project_id AND x.vm_id = n.vm_id OFFSET 0
+  ) r`;
+
+const SELECT_RESERVATIONS = NAMED_RESERVATIONS(
+  'r.project_id, r.vm_id, r.vcpus::text AS vcpus, r.ram_mb::text AS ram_mb, r.disk_gb::text AS disk_gb',
+);
 
 // One statement: a VM is either released or (re)reserved by a batch, never both, so the two never touch one row.
+// The released rows are found as SELECT_RESERVATIONS finds them, and deleted by their row address.
 const WRITE = `WITH released AS (
-    DELETE FROM project_quota_reservations r USING unnest($1::text[], $2::text[]) AS d(project_id, vm_id)
-    WHERE r.project_id = d.project_id AND r.vm_id = d.vm_id),
+    DELETE FROM project_quota_reservations
+    WHERE ctid = ANY(ARRAY(${NAMED_RESERVATIONS('r.ctid')}))),
   reserved AS (
     INSERT INTO project_quota_reservations (project_id, vm_id, vcpus, ram_mb, disk_gb)
     SELECT * FROM unnest($3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])

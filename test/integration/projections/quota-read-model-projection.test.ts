@@ -6,6 +6,7 @@ import { DecodedEvent } from '@hcp/eventstore';
 import { QuotaReadModelProjection } from '@hcp/projections/quota-read-model/quota-read-model.projection';
 import { ProjectQuotaReservations1767744000060 } from '../../../src/platform/persistence/migrations/1767744000060-project-quota-reservations';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
+import { plansScanningWholeTable, type CapturedStatement } from '../../support/query-plans';
 
 /** The quota read model on real PostgreSQL: a project's row, and one row per reservation. */
 describe('quota read model projection', () => {
@@ -193,6 +194,60 @@ describe('quota read model projection', () => {
       ram_mb: 1_999 * 512,
       disk_gb: 19_990,
     });
+  });
+
+  it('reads and releases reservations by their key even before the table has statistics', async () => {
+    // A temporary table of the same shape shadows the real one on this connection; nothing ever
+    // analyzes it, like a table just filled by an import or after pg_upgrade (bench/README.md, "the
+    // eleventh session").
+    const runner = ds.createQueryRunner();
+    await runner.connect();
+    await runner.startTransaction();
+    try {
+      const p = `unanalyzed-${randomUUID().slice(0, 8)}`;
+      await runner.query(
+        `CREATE TEMP TABLE project_quota_reservations (LIKE project_quota_reservations INCLUDING ALL) ON COMMIT DROP`,
+      );
+      await runner.query(
+        `INSERT INTO project_quota_reservations SELECT $1, 'vm-' || g, 1, 512, 10 FROM generate_series(1, 50000) g`,
+        [p],
+      );
+      const usage = { instances: 50_000, vcpus: 50_000, ram_mb: 50_000 * 512, disk_gb: 500_000 };
+      await runner.query(
+        `INSERT INTO project_quotas (project_id, limits, usage, updated_at, position) VALUES ($1, $2, $3, now(), 0)`,
+        [p, { ...usage, instances: 100_000 }, usage],
+      );
+      const releases: DecodedEvent[] = Array.from({ length: 200 }, (_, i) => ({
+        event: quotaEvent('QuotaReleased', { project_id: p, vm_id: `vm-${i * 7 + 1}` }),
+        eventId: randomUUID(),
+        streamId: `quota-${p}`,
+        revision: BigInt(50_000 + i),
+        position: ++position,
+        at: new Date().toISOString(),
+        context: {},
+      }));
+
+      const statements = jest.spyOn(runner.manager, 'query');
+      let captured: CapturedStatement[];
+      try {
+        await projection.apply(releases, runner.manager);
+        captured = statements.mock.calls
+          .map(([text, values]) => ({ text, values: (values as unknown[] | undefined) ?? [] }))
+          .filter(({ text }) => text.includes('project_quota_reservations'));
+      } finally {
+        statements.mockRestore();
+      }
+      const [{ count }] = await runner.query(`SELECT count(*)::int AS count FROM project_quota_reservations`);
+      expect(count).toBe(50_000 - 200);
+
+      const run = (sql: string) => runner.query(sql);
+      expect(captured).toHaveLength(2); // the read of the named reservations, and the batch's write
+      for (const statement of captured)
+        expect(await plansScanningWholeTable(run, statement, 'project_quota_reservations')).toEqual([]);
+    } finally {
+      await runner.rollbackTransaction();
+      await runner.release();
+    }
   });
 
   it('carries the reservations a project row held as JSON into their own rows, and back down', async () => {
