@@ -11,7 +11,7 @@ import { loadSecretsFromEnv, SecretBox } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
 import { survivePoolConnectionLoss } from '../persistence/lost-connections';
-import { migrate } from '../persistence/migrate';
+import { logAnalyzedTables, migrate } from '../persistence/migrate';
 import { openEmbeddedDatabase } from './embedded-database';
 
 /** A request waiting on a database that is down fails after this instead of hanging on the pool. */
@@ -53,7 +53,7 @@ export async function openRuntime(config: HcpConfig): Promise<HcpRuntime> {
     closers.push(() => dataSource.destroy());
     const lost = (err: Error) => logger.warn(`database connection lost: ${err.message}`);
     survivePoolConnectionLoss((dataSource.driver as PostgresDriver).master as Pool, lost);
-    await migrate(dataSource);
+    logAnalyzedTables(await migrate(dataSource), logger);
 
     const pool = new Pool({
       connectionString: databaseUrl,

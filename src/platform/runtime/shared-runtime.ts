@@ -5,7 +5,7 @@ import { loadOrCreateDevSigningKey } from '@hcp/auth';
 import { GENERATED_KEYRING_FILE, loadSecretsFromEnv } from '@hcp/secrets';
 import { HcpConfig } from '../../config/hcp-config';
 import { createDataSource } from '../persistence/data-source';
-import { migrate } from '../persistence/migrate';
+import { logAnalyzedTables, migrate } from '../persistence/migrate';
 import { openEmbeddedDatabase } from './embedded-database';
 
 /**
@@ -39,7 +39,7 @@ export async function openSharedRuntime(config: HcpConfig): Promise<SharedRuntim
     const dataSource = createDataSource(databaseUrl, { poolSize: 4, applicationName: 'hcp-launcher' });
     await dataSource.initialize();
     try {
-      await migrate(dataSource);
+      logAnalyzedTables(await migrate(dataSource), logger);
       connectionLimit = await serverConnectionLimit(dataSource);
     } finally {
       await dataSource.destroy();
