@@ -144,6 +144,41 @@ describe('SimulatorDriver on PostgreSQL', () => {
     expect(await state.countByHcpId(s.hcp_id)).toBe(1);
   });
 
+  it('records a create with no latency in one statement, already ready', async () => {
+    const s = spec();
+    const statements = jest.spyOn(pool, 'query');
+    try {
+      await driver().createVm(s, ctx());
+      expect(statements).toHaveBeenCalledTimes(1);
+    } finally {
+      statements.mockRestore();
+    }
+    expect(await state.findByHcpId(s.hcp_id)).toMatchObject({
+      phase: 'ready',
+      power_state: 'running',
+      addresses: [simulatedAddress(s.hcp_id)],
+    });
+  });
+
+  it('records the phase a create waits in, past the steps before it that took no time', async () => {
+    const s = spec();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const slowConfigure = driver({ latency: { configureMs: 60_000 } });
+    expect((await caught(slowConfigure.createVm(s, ctx(120_000, controller.signal)))).code).toBe('PROVIDER_TIMEOUT');
+    expect(await state.findByHcpId(s.hcp_id)).toMatchObject({ phase: 'configuring', power_state: 'stopped' });
+
+    // The next attempt resumes there; its boot takes no time either, so the row moves to ready at once.
+    const statements = jest.spyOn(pool, 'query');
+    try {
+      expect((await driver().createVm(s, ctx())).power_state).toBe('running');
+      expect(statements).toHaveBeenCalledTimes(3); // the insert that found the row, its read, one update
+    } finally {
+      statements.mockRestore();
+    }
+    expect(await state.findByHcpId(s.hcp_id)).toMatchObject({ phase: 'ready', power_state: 'running' });
+  });
+
   it('resumes a VM left mid-clone instead of creating another', async () => {
     const s = spec();
     // What a crash right after the provider accepted the clone leaves behind.

@@ -43,6 +43,16 @@ export interface NewSimulatorVm {
   disk_gb: number;
   tags: Record<string, string>;
   cluster_id: string;
+  /** Where the create starts: `cloning` unless the steps before another took no time. */
+  phase?: SimulatorPhase;
+  /** Set with a phase past booting: the VM is running, with its address. */
+  power?: SimulatorPower;
+}
+
+/** A VM's power and addresses, set together when it boots. */
+export interface SimulatorPower {
+  power_state: PowerState;
+  addresses: VmAddress[];
 }
 
 /** The subset of pg's client/pool/TypeORM query runner that DDL needs. */
@@ -175,13 +185,15 @@ export class SimulatorState {
   }
 
   /**
-   * Records a VM in phase `cloning` unless one with this hcp_id exists: the row this call inserted, or
-   * null when there was one already (the loser of a race must then read and adopt the winner's row).
+   * Records a VM in its first phase (`cloning` unless told otherwise) unless one with this hcp_id exists:
+   * the row this call inserted, or null when there was one already (the loser of a race must then read
+   * and adopt the winner's row).
    */
   async insertIfAbsent(vm: NewSimulatorVm): Promise<SimulatorVm | null> {
     const rows = await this.query<VmRow>(
-      `INSERT INTO ${this.table} (hcp_id, name, project_id, image_ref, vcpus, ram_mb, disk_gb, tags, cluster_id, phase)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, 'cloning')
+      `INSERT INTO ${this.table}
+         (hcp_id, name, project_id, image_ref, vcpus, ram_mb, disk_gb, tags, cluster_id, phase, power_state, addresses)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb)
        ON CONFLICT (hcp_id) DO NOTHING
        RETURNING ${COLUMNS}`,
       [
@@ -194,6 +206,9 @@ export class SimulatorState {
         vm.disk_gb,
         JSON.stringify(vm.tags),
         vm.cluster_id,
+        vm.phase ?? 'cloning',
+        vm.power?.power_state ?? 'stopped',
+        JSON.stringify(vm.power?.addresses ?? []),
       ],
     );
     return rows[0] ? toVm(rows[0]) : null;
@@ -246,7 +261,7 @@ export class SimulatorState {
     hcpId: string,
     from: SimulatorPhase,
     to: SimulatorPhase,
-    power?: { power_state: PowerState; addresses: VmAddress[] },
+    power?: SimulatorPower,
   ): Promise<SimulatorVm | null> {
     const rows = power
       ? await this.query<VmRow>(

@@ -19,7 +19,7 @@ import type {
 import { createDuplexPair } from '../rfb/duplex-pair';
 import { SimulatorConsoles } from './simulator-consoles';
 import { SimulatorFaults, spendWithinCall, throwIfCallOver, type SimulatorOperation } from './simulator-faults';
-import type { SimulatorState, SimulatorVm } from './simulator-state';
+import type { SimulatorPhase, SimulatorPower, SimulatorState, SimulatorVm } from './simulator-state';
 
 /** Step durations in milliseconds, before `scale` and `jitter` are applied. */
 export interface SimulatorLatency {
@@ -109,6 +109,27 @@ export function simulatedAddress(hcpId: string): VmAddress {
   return { type: 'ipv4', address, nic: 'net0' };
 }
 
+/** A create's step in `phase`: what it waits for, and the phase (and power) it leads to. */
+function createStep(
+  phase: Exclude<SimulatorPhase, 'ready'>,
+  spec: CreateVmSpec,
+): { wait: LatencyStep; label: string; next: SimulatorPhase; power?: SimulatorPower } {
+  switch (phase) {
+    case 'cloning':
+      return { wait: 'cloneMs', label: 'clone', next: 'configuring' };
+    case 'configuring':
+      // power_on comes from this attempt's spec: a retried job carries the same spec.
+      return { wait: 'configureMs', label: 'configure', next: spec.power_on ? 'booting' : 'ready' };
+    case 'booting':
+      return {
+        wait: 'bootMs',
+        label: 'boot',
+        next: 'ready',
+        power: { power_state: 'running', addresses: [simulatedAddress(spec.hcp_id)] },
+      };
+  }
+}
+
 export class SimulatorDriver implements ProviderDriver {
   readonly type = 'simulator';
 
@@ -142,6 +163,7 @@ export class SimulatorDriver implements ProviderDriver {
 
     // Inserted first: a create's first attempt (the usual case) costs one statement, and a retried one,
     // or the loser of a race, reads the row that is there and carries on from its phase.
+    const start = await this.pastInstantSteps('cloning', spec, ctx);
     let vm =
       (await this.state.insertIfAbsent({
         hcp_id: spec.hcp_id,
@@ -153,34 +175,19 @@ export class SimulatorDriver implements ProviderDriver {
         disk_gb: spec.disk_gb,
         tags: spec.tags,
         cluster_id: this.clusterId,
+        ...start,
       })) ?? (await this.state.findByHcpId(spec.hcp_id));
 
     // Each pass performs the step of the phase the row is in, then advances it only if it is still
     // there; a concurrent create that got there first makes the update a no-op and we re-read.
     while (vm && vm.phase !== 'ready') {
-      const hcpId: string = vm.hcp_id;
-      switch (vm.phase) {
-        case 'cloning':
-          await this.step('cloneMs', ctx, 'clone');
-          vm =
-            (await this.state.advancePhase(hcpId, 'cloning', 'configuring')) ?? (await this.state.findByHcpId(hcpId));
-          break;
-        case 'configuring':
-          await this.step('configureMs', ctx, 'configure');
-          // power_on comes from this attempt's spec: a retried job carries the same spec.
-          vm =
-            (await this.state.advancePhase(hcpId, 'configuring', spec.power_on ? 'booting' : 'ready')) ??
-            (await this.state.findByHcpId(hcpId));
-          break;
-        case 'booting':
-          await this.step('bootMs', ctx, 'boot');
-          vm =
-            (await this.state.advancePhase(hcpId, 'booting', 'ready', {
-              power_state: 'running',
-              addresses: [simulatedAddress(hcpId)],
-            })) ?? (await this.state.findByHcpId(hcpId));
-          break;
-      }
+      const from = vm.phase;
+      const step = createStep(from, spec);
+      await this.step(step.wait, ctx, step.label);
+      const to = await this.pastInstantSteps(step.next, spec, ctx, step.power);
+      vm =
+        (await this.state.advancePhase(spec.hcp_id, from, to.phase, to.power)) ??
+        (await this.state.findByHcpId(spec.hcp_id));
     }
 
     if (!vm) {
@@ -291,6 +298,32 @@ export class SimulatorDriver implements ProviderDriver {
   private async begin(operation: SimulatorOperation, ctx: CallContext): Promise<void> {
     throwIfCallOver(ctx, operation);
     await this.faults.inject(operation, ctx, this.random);
+  }
+
+  /**
+   * The phase a create reaches from `phase` through the steps that take no time, and the power they set.
+   * The row is written once past all of them: a phase is recorded so that a worker that dies during its
+   * step resumes there, and an instant step leaves no moment to die in. With no latency (benchmarks, most
+   * tests) a create is therefore one INSERT, as a provider that answers at once would record it.
+   */
+  private async pastInstantSteps(
+    phase: SimulatorPhase,
+    spec: CreateVmSpec,
+    ctx: CallContext,
+    power?: SimulatorPower,
+  ): Promise<{ phase: SimulatorPhase; power?: SimulatorPower }> {
+    while (phase !== 'ready') {
+      const step = createStep(phase, spec);
+      if (this.takesTime(step.wait)) break;
+      await this.step(step.wait, ctx, step.label);
+      phase = step.next;
+      power = step.power ?? power;
+    }
+    return { phase, power };
+  }
+
+  private takesTime(step: LatencyStep): boolean {
+    return this.latency[step] * this.latency.scale > 0;
   }
 
   private async step(step: LatencyStep, ctx: CallContext, label: string): Promise<void> {
