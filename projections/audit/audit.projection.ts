@@ -14,7 +14,8 @@ import {
   VM_STREAM_PREFIX,
 } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { BulkInsert } from '../runner/bulk-insert';
+import { BulkInsert, bulkInsertBatch } from '../runner/bulk-insert';
+import { OneStatementBatch } from '../runner/projection';
 import { RebuildableProjection } from '../runner/projection-rebuild';
 import { AuditSink } from './audit-sink';
 
@@ -67,7 +68,30 @@ export class AuditProjection implements RebuildableProjection {
   constructor(private readonly sink: AuditSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
-    const jobs = await this.earlierJobs(events, tx);
+    const { jobs, log } = await this.rowsOf(events, tx);
+    await AUDIT_JOBS.run(tx, jobs);
+    await AUDIT_LOG.run(tx, log);
+  }
+
+  /** The batch's rows as one statement with the checkpoint's move, after reading what it needs. */
+  async oneStatement(events: DecodedEvent[], reader: EntityManager): Promise<OneStatementBatch> {
+    const { jobs, log } = await this.rowsOf(events, reader);
+    return bulkInsertBatch([
+      [AUDIT_JOBS, jobs],
+      [AUDIT_LOG, log],
+    ]);
+  }
+
+  /**
+   * The batch's rows of `audit_jobs` and `audit_log`, its records published first. The jobs of earlier
+   * batches are read through `reader`: rows only this projection writes, so a read outside the batch's
+   * transaction finds the same.
+   */
+  private async rowsOf(
+    events: DecodedEvent[],
+    reader: EntityManager,
+  ): Promise<{ jobs: Array<AuditJobInfo & { job_id: string }>; log: object[] }> {
+    const jobs = await this.earlierJobs(events, reader);
     const newJobs: Array<AuditJobInfo & { job_id: string }> = [];
     const records: Array<{ record: AuditRecord; position: bigint }> = [];
     for (const e of events) {
@@ -96,10 +120,9 @@ export class AuditProjection implements RebuildableProjection {
     // a slow or absent broker never holds back the event store's readers (they read below the oldest
     // writing transaction).
     if (records.length) await this.sink.publish(records.map((r) => r.record));
-    await AUDIT_JOBS.run(tx, newJobs);
-    await AUDIT_LOG.run(
-      tx,
-      records.map(({ record: r, position }) => ({
+    return {
+      jobs: newJobs,
+      log: records.map(({ record: r, position }) => ({
         id: r.event_id,
         created_at: r.timestamp,
         actor: r.actor,
@@ -113,11 +136,11 @@ export class AuditProjection implements RebuildableProjection {
         details: r.error_code === undefined ? r.details : { ...r.details, error_code: r.error_code },
         position: position.toString(),
       })),
-    );
+    };
   }
 
   /** What the batch's job events need to know of jobs queued in earlier batches: one query for all. */
-  private async earlierJobs(events: DecodedEvent[], tx: EntityManager): Promise<Map<string, AuditJobInfo>> {
+  private async earlierJobs(events: DecodedEvent[], reader: EntityManager): Promise<Map<string, AuditJobInfo>> {
     const queuedHere = new Set(
       events.filter((e) => e.event.type === 'JobQueued').map((e) => (e.event as JobQueued).data.job_id),
     );
@@ -129,7 +152,7 @@ export class AuditProjection implements RebuildableProjection {
       ),
     ].filter((id) => !queuedHere.has(id));
     if (wanted.length === 0) return new Map();
-    const rows: Array<AuditJobInfo & { job_id: string }> = await tx.query(
+    const rows: Array<AuditJobInfo & { job_id: string }> = await reader.query(
       `SELECT job_id, project_id, type, resource_id, actor FROM audit_jobs WHERE job_id = ANY($1::uuid[])`,
       [wanted],
     );

@@ -2,7 +2,8 @@ import { EntityManager } from 'typeorm';
 import { MeteredVm, MeteringRecord, meteringRecordsOf, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { MeteringSink } from '../audit/audit-sink';
-import { BulkInsert } from '../runner/bulk-insert';
+import { BulkInsert, bulkInsertBatch } from '../runner/bulk-insert';
+import { OneStatementBatch } from '../runner/projection';
 import { RebuildableProjection } from '../runner/projection-rebuild';
 
 const METERED_VMS = new BulkInsert({
@@ -41,7 +42,30 @@ export class MeteringProjection implements RebuildableProjection {
   constructor(private readonly sink: MeteringSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
-    const vms = await this.earlierVms(events, tx);
+    const { vms, records } = await this.rowsOf(events, tx);
+    await METERED_VMS.run(tx, vms);
+    await METERING_RECORDS.run(tx, records);
+  }
+
+  /** The batch's rows as one statement with the checkpoint's move, after reading what it needs. */
+  async oneStatement(events: DecodedEvent[], reader: EntityManager): Promise<OneStatementBatch> {
+    const { vms, records } = await this.rowsOf(events, reader);
+    return bulkInsertBatch([
+      [METERED_VMS, vms],
+      [METERING_RECORDS, records],
+    ]);
+  }
+
+  /**
+   * The batch's rows of `metering_vms` and `metering_records`, its records published first. The VMs of
+   * earlier batches are read through `reader`: rows only this projection writes, so a read outside the
+   * batch's transaction finds the same.
+   */
+  private async rowsOf(
+    events: DecodedEvent[],
+    reader: EntityManager,
+  ): Promise<{ vms: Array<MeteredVm & { vm_id: string }>; records: object[] }> {
+    const vms = await this.earlierVms(events, reader);
     const newVms: Array<MeteredVm & { vm_id: string }> = [];
     const records: Array<{ record: MeteringRecord; position: bigint }> = [];
     for (const e of events) {
@@ -65,15 +89,14 @@ export class MeteringProjection implements RebuildableProjection {
     }
     // Publish before writing, like the audit projection: no transaction id is held while the broker is slow.
     if (records.length) await this.sink.publish(records.map((r) => r.record));
-    await METERED_VMS.run(tx, newVms);
-    await METERING_RECORDS.run(
-      tx,
-      records.map(({ record, position }) => ({ ...record, position: position.toString() })),
-    );
+    return {
+      vms: newVms,
+      records: records.map(({ record, position }) => ({ ...record, position: position.toString() })),
+    };
   }
 
   /** What the batch's events need to know of VMs created in earlier batches: one query for all. */
-  private async earlierVms(events: DecodedEvent[], tx: EntityManager): Promise<Map<string, MeteredVm>> {
+  private async earlierVms(events: DecodedEvent[], reader: EntityManager): Promise<Map<string, MeteredVm>> {
     const createdHere = new Set(events.filter((e) => e.event.type === 'VmCreateRequested').map((e) => e.streamId));
     const wanted = [
       ...new Set(
@@ -81,7 +104,7 @@ export class MeteringProjection implements RebuildableProjection {
       ),
     ];
     if (wanted.length === 0) return new Map();
-    const rows: Array<MeteredVm & { vm_id: string }> = await tx.query(
+    const rows: Array<MeteredVm & { vm_id: string }> = await reader.query(
       `SELECT vm_id, project_id, zone, flavor_id, resources FROM metering_vms WHERE vm_id = ANY($1::uuid[])`,
       [wanted],
     );

@@ -1,4 +1,5 @@
 import { EntityManager } from 'typeorm';
+import { OneStatementBatch } from './projection';
 
 /** A table as a bulk insert sees it: its columns with their SQL types, and its conflict key. */
 export interface BulkTable {
@@ -96,4 +97,23 @@ export class GuardedBulkUpdate {
   statement(rows: ReadonlyArray<Record<string, unknown>>, param: number): BulkStatement {
     return { sql: this.sql(param), params: [JSON.stringify(rows), rows.map((row) => row[this.key])] };
   }
+}
+
+/**
+ * Rows for several tables, each inserted by its BulkInsert, as one batch statement: every row must be
+ * new (a row already there means the batch was applied before, and `apply` gets it instead).
+ */
+export function bulkInsertBatch(inserts: ReadonlyArray<[BulkInsert, ReadonlyArray<object>]>): OneStatementBatch {
+  const statements: string[] = [];
+  const params: unknown[] = [];
+  let rows = 0;
+  for (const [insert, values] of inserts) {
+    if (values.length === 0) continue;
+    // Each statement's parameters are numbered on from those of the statements before it.
+    const part = insert.statement(values, params.length + 1);
+    statements.push(part.sql);
+    params.push(...part.params);
+    rows += values.length;
+  }
+  return { statements, params, rows, committed: () => undefined, refused: () => undefined };
 }

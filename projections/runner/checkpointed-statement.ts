@@ -19,10 +19,12 @@ export async function inCheckpointedStatement(
   batch: OneStatementBatch,
 ): Promise<boolean> {
   const n = batch.params.length;
+  // A batch with nothing to write (events the projection records nothing for) only moves the checkpoint.
+  const written = batch.statements.map((statement, i) => `written_${i} AS (${statement})`);
   const sql =
-    `WITH ${batch.statements.map((statement, i) => `written_${i} AS (${statement})`).join(', ')} ` +
+    (written.length ? `WITH ${written.join(', ')} ` : '') +
     `SELECT hcp_move_checkpoint_after_writes($${n + 1}, $${n + 2}::bigint, $${n + 3}::bigint, ` +
-    `${batch.statements.map((_, i) => `(SELECT count(*) FROM written_${i})`).join(' + ')}, $${n + 4}::bigint)`;
+    `${batch.statements.map((_, i) => `(SELECT count(*) FROM written_${i})`).join(' + ') || '0'}, $${n + 4}::bigint)`;
   try {
     await db.query(sql, [...batch.params, projection, previous.toString(), next.toString(), batch.rows]);
   } catch (err) {

@@ -318,7 +318,7 @@ export class ProjectionRunner {
   private async applyInOneTransaction(events: RecordedEvent[], upTo: bigint): Promise<void> {
     const decoded = this.decode(events);
     const move = { projection: this.projection.name, previous: this.position, next: upTo };
-    const statement = this.projection.oneStatement?.(decoded);
+    const statement = await this.projection.oneStatement?.(decoded, this.db.manager);
     if (!(statement && (await inCheckpointedStatement(this.db, move, statement))))
       await inCheckpointedTransaction(this.db, move, (tx) => this.projection.apply(decoded, tx));
     this.moved(upTo);

@@ -22,12 +22,16 @@ export interface Projection {
    */
   apply(events: DecodedEvent[], tx: EntityManager): Promise<void>;
   /**
-   * The batch as one statement, when the projection can write it without reading anything first (rows it
-   * remembers writing): the runner sends it with the checkpoint's move as one round trip and one implicit
-   * transaction, instead of three. Null, or a statement that wrote fewer rows than it counted on: the
-   * batch goes through `apply` in a transaction.
+   * The batch as one statement: the runner sends it with the checkpoint's move as one round trip and one
+   * implicit transaction, instead of a transaction of three or more. What it must know first it reads
+   * through `reader`, outside any transaction: only rows this projection alone writes (rows it remembers
+   * writing, or that its earlier batches committed). Null, or a statement that wrote fewer rows than it
+   * counted on: the batch goes through `apply` in a transaction.
    */
-  oneStatement?(events: DecodedEvent[]): OneStatementBatch | null;
+  oneStatement?(
+    events: DecodedEvent[],
+    reader: EntityManager,
+  ): OneStatementBatch | null | Promise<OneStatementBatch | null>;
 }
 
 /**

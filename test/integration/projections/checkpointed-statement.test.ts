@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CheckpointMovedError } from '../../../projections/runner/dead-letters';
+import { BulkInsert, bulkInsertBatch } from '../../../projections/runner/bulk-insert';
 import { inCheckpointedStatement } from '../../../projections/runner/checkpointed-statement';
 import { OneStatementBatch } from '../../../projections/runner/projection';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
@@ -131,5 +132,64 @@ describe('a projection batch sent as one statement with its checkpoint move (rea
       inCheckpointedStatement(database.ds, { projection: name, previous: -1n, next: 3n }, batch),
     ).resolves.toBe(true);
     expect(await position(name)).toBe('3');
+  });
+
+  it('moves the checkpoint alone for a batch with nothing to write', async () => {
+    const name = `p-${randomUUID()}`;
+    await at(name, 4);
+    await expect(
+      inCheckpointedStatement(database.ds, { projection: name, previous: 4n, next: 9n }, bulkInsertBatch([])),
+    ).resolves.toBe(true);
+    expect(await position(name)).toBe('9');
+  });
+
+  describe('inserts into several tables as one batch', () => {
+    // Rows of the checkpoint table stand in for two tables; the second insert names its columns otherwise.
+    const checkpoints = new BulkInsert({
+      name: 'projection_checkpoints',
+      columns: { name: 'text', position: 'bigint', updated_at: 'timestamptz' },
+      key: ['name'],
+      onConflict: 'nothing',
+    });
+    const row = (name: string, position: number) => ({ name, position, updated_at: new Date().toISOString() });
+
+    it('writes every row of every table with the move, their parameters numbered in order', async () => {
+      const name = `p-${randomUUID()}`;
+      await at(name, 4);
+      const [a, b, c] = [`m-${randomUUID()}`, `m-${randomUUID()}`, `m-${randomUUID()}`];
+      const batch = bulkInsertBatch([
+        [checkpoints, [row(a, 11), row(b, 12)]],
+        [checkpoints, []],
+        [checkpoints, [row(c, 13)]],
+      ]);
+      expect(batch.statements).toHaveLength(2);
+      expect(batch.rows).toBe(3);
+
+      await expect(
+        inCheckpointedStatement(database.ds, { projection: name, previous: 4n, next: 9n }, batch),
+      ).resolves.toBe(true);
+      expect(await Promise.all([position(a), position(b), position(c), position(name)])).toEqual([
+        '11',
+        '12',
+        '13',
+        '9',
+      ]);
+    });
+
+    it('refuses the batch, keeping nothing, when one of its rows is already there', async () => {
+      const name = `p-${randomUUID()}`;
+      await at(name, 4);
+      const [fresh, present] = [`m-${randomUUID()}`, `m-${randomUUID()}`];
+      await at(present, 1);
+      const batch = bulkInsertBatch([
+        [checkpoints, [row(fresh, 11)]],
+        [checkpoints, [row(present, 12)]],
+      ]);
+
+      await expect(
+        inCheckpointedStatement(database.ds, { projection: name, previous: 4n, next: 9n }, batch),
+      ).resolves.toBe(false);
+      expect(await Promise.all([position(fresh), position(present), position(name)])).toEqual([null, '1', '4']);
+    });
   });
 });
