@@ -26,8 +26,10 @@ export interface JobOpening {
 
 @Injectable()
 export class JobAdmission {
-  private waking: Promise<void> | undefined;
-  private wakeAgain = false;
+  /** The wake-ups sent and to send, one after another. */
+  private waking: Promise<void> = Promise.resolve();
+  /** A wake-up is scheduled and not sent yet: it covers every commit reported until it goes. */
+  private wakePending = false;
 
   constructor(
     private readonly jobs: JobRepository,
@@ -60,23 +62,19 @@ export class JobAdmission {
   /**
    * After the opening committed: inserts the queue row if it could not commit with the events, else
    * wakes the workers. That NOTIFY is not in the transaction: a notifying commit takes a database-wide
-   * lock (see the event store's CommitNotifier); the wake-ups of a burst share one, and a lost one costs
-   * the workers' poll interval, never a job.
+   * lock (see the event store's CommitNotifier). It goes at the end of this turn of the event loop, so
+   * the creates of one group commit, which all get here in that turn, share it (they sent two: the first
+   * one's, and one more for the rest); a lost one costs the workers' poll interval, never a job.
    */
   async opened(opening: JobOpening): Promise<void> {
     if (!opening.rowCommitted) return this.queue.enqueue(this.db.manager, [queuedJobOf(opening.queued)]);
-    if (this.waking) {
-      this.wakeAgain = true;
-      return;
-    }
-    this.waking = this.wake();
-  }
-
-  private async wake(): Promise<void> {
-    do {
-      this.wakeAgain = false;
-      await this.db.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`).catch(() => undefined);
-    } while (this.wakeAgain);
-    this.waking = undefined;
+    if (this.wakePending) return;
+    this.wakePending = true;
+    this.waking = this.waking
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(async () => {
+        this.wakePending = false;
+        await this.db.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`).catch(() => undefined);
+      });
   }
 }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { createHcpUpcasters, decideVm, jobQueuedFor, VmCreateRequestedData, VmRequestEvent } from '@hcp/domain';
 import { DecodedEvent, DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { eventContext } from '../../../src/platform/event-sourcing/event-context';
 import { JobAdmission } from '../../../src/jobs/queue/job-admission';
 import { VmJobDispatcherProjection } from '../../../src/vms/jobs/vm-job-dispatcher.projection';
-import { JobQueue } from '../../../src/jobs/queue/job-queue';
+import { JOB_QUEUE_CHANNEL, JobQueue } from '../../../src/jobs/queue/job-queue';
 import { JobRepository } from '../../../src/jobs/job.repository';
 import { migratedTestDatabase, MigratedDatabase } from '../../support/migrated-database';
 
@@ -102,4 +102,42 @@ describe('job admission and the job dispatcher', () => {
     await ds.transaction((tx) => dispatcher.apply([decoded(vmId, event)], tx));
     expect(await row(event.data.job_id)).toEqual({ status: 'done' });
   });
+
+  it('wakes the workers once for the jobs of one commit, and again for a later one', async () => {
+    const listener = new Client({ connectionString: database.db.url });
+    await listener.connect();
+    let wakeUps = 0;
+    listener.on('notification', (n) => {
+      if (n.channel === JOB_QUEUE_CHANNEL) wakeUps += 1;
+    });
+    await listener.query(`LISTEN ${JOB_QUEUE_CHANNEL}`);
+    try {
+      const admission = new JobAdmission(jobs, queue, ds);
+      const committed = () => {
+        const { vmId, event } = request();
+        const context = eventContext('alice', 't-1');
+        return { ...admission.opening(jobQueuedFor(event, vmId, context), context), rowCommitted: true };
+      };
+      // What a group commit of five creates reports, each create on its own after the commit.
+      await Promise.all(Array.from({ length: 5 }, () => Promise.resolve().then(() => admission.opened(committed()))));
+      await waitUntil(() => wakeUps >= 1);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(wakeUps).toBe(1);
+
+      await admission.opened(committed());
+      await waitUntil(() => wakeUps >= 2);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(wakeUps).toBe(2);
+    } finally {
+      await listener.end();
+    }
+  });
 });
+
+async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
