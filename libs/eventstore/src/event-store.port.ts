@@ -62,6 +62,11 @@ export interface StreamAppend {
 export interface SqlWrite {
   sql: string;
   params: ReadonlyArray<string | null>;
+  /**
+   * A channel to NOTIFY once the write has committed, for whoever waits on what it wrote. Sent after the
+   * commit, with the store's own wake-up of its subscribers, never inside the transaction.
+   */
+  notifies?: string;
 }
 
 export interface AppendManyOptions {

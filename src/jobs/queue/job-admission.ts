@@ -26,11 +26,6 @@ export interface JobOpening {
 
 @Injectable()
 export class JobAdmission {
-  /** The wake-ups sent and to send, one after another. */
-  private waking: Promise<void> = Promise.resolve();
-  /** A wake-up is scheduled and not sent yet: it covers every commit reported until it goes. */
-  private wakePending = false;
-
   constructor(
     private readonly jobs: JobRepository,
     private readonly queue: JobQueue,
@@ -54,27 +49,20 @@ export class JobAdmission {
       rowCommitted: withRow,
       writes: {
         appends: [this.jobs.opening(queued, context)],
-        sqlWrites: withRow ? [queueRowsWrite([queuedJobOf(queued)])] : [],
+        // The store wakes the workers once the row has committed, with its own wake-up of the commit.
+        sqlWrites: withRow ? [{ ...queueRowsWrite([queuedJobOf(queued)]), notifies: JOB_QUEUE_CHANNEL }] : [],
       },
     };
   }
 
   /**
-   * After the opening committed: inserts the queue row if it could not commit with the events, else
-   * wakes the workers. That NOTIFY is not in the transaction: a notifying commit takes a database-wide
-   * lock (see the event store's CommitNotifier). It goes at the end of this turn of the event loop, so
-   * the creates of one group commit, which all get here in that turn, share it (they sent two: the first
-   * one's, and one more for the rest); a lost one costs the workers' poll interval, never a job.
+   * After the opening committed: inserts the queue row if it could not commit with the events. When it
+   * did, the store has woken the workers already: its NOTIFY goes after the commit, in the notifying
+   * transaction that carries the store's own (a notifying commit takes a database-wide lock, see the
+   * event store's CommitNotifier), so a group commit of creates sends one. A lost one costs the
+   * workers' poll interval, never a job.
    */
   async opened(opening: JobOpening): Promise<void> {
-    if (!opening.rowCommitted) return this.queue.enqueue(this.db.manager, [queuedJobOf(opening.queued)]);
-    if (this.wakePending) return;
-    this.wakePending = true;
-    this.waking = this.waking
-      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
-      .then(async () => {
-        this.wakePending = false;
-        await this.db.query(`NOTIFY ${JOB_QUEUE_CHANNEL}`).catch(() => undefined);
-      });
+    if (!opening.rowCommitted) await this.queue.enqueue(this.db.manager, [queuedJobOf(opening.queued)]);
   }
 }

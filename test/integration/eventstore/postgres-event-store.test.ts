@@ -224,6 +224,32 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
+  it("notifies the channels a commit's SQL writes name after it, in the commit's own notifying transaction", async () => {
+    const prefix = uniquePrefix().replace(/-$/, '');
+    const channel = `${fixture.schema}_waiters`;
+    const listener = new Client({ connectionString: DATABASE_URL });
+    await listener.connect();
+    const received: Array<{ channel: string; processId: number }> = [];
+    listener.on('notification', (n) => received.push({ channel: n.channel, processId: n.processId }));
+    await listener.query(`LISTEN "${fixture.schema}_hcp_events"`);
+    await listener.query(`LISTEN "${channel}"`);
+    try {
+      const wake = { sql: 'SELECT 1', params: [], notifies: channel };
+      await fixture.store.appendMany(
+        ['a', 'b'].map((kind) => ({ streamId: `${prefix}${kind}-1`, events: [newEvent()], expected: 'no_stream' })),
+        { sqlWrites: [wake, wake] },
+      );
+      await sleep(300);
+      const waiters = received.filter((n) => n.channel === channel);
+      expect(waiters).toHaveLength(1);
+      // Sent by the session that sent the store's own notification of the commit: one transaction for both.
+      const events = received.filter((n) => n.channel !== channel);
+      expect(events.map((n) => n.processId)).toContain(waiters[0]!.processId);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('reads a commit once for the subscriptions it wakes at one position, each getting only its own streams', async () => {
     const [a, b, c] = [uniquePrefix(), uniquePrefix(), uniquePrefix()];
     // With polling this slow, only the commit's notification wakes them (and retries of a blocked read).

@@ -103,7 +103,7 @@ describe('job admission and the job dispatcher', () => {
     expect(await row(event.data.job_id)).toEqual({ status: 'done' });
   });
 
-  it('wakes the workers once for the jobs of one commit, and again for a later one', async () => {
+  it('wakes the workers once the queue rows of a commit are in, once for all of them', async () => {
     const listener = new Client({ connectionString: database.db.url });
     await listener.connect();
     let wakeUps = 0;
@@ -113,21 +113,23 @@ describe('job admission and the job dispatcher', () => {
     await listener.query(`LISTEN ${JOB_QUEUE_CHANNEL}`);
     try {
       const admission = new JobAdmission(jobs, queue, ds);
-      const committed = () => {
+      const openings = Array.from({ length: 5 }, () => {
         const { vmId, event } = request();
         const context = eventContext('alice', 't-1');
-        return { ...admission.opening(jobQueuedFor(event, vmId, context), context), rowCommitted: true };
-      };
-      // What a group commit of five creates reports, each create on its own after the commit.
-      await Promise.all(Array.from({ length: 5 }, () => Promise.resolve().then(() => admission.opened(committed()))));
+        return admission.opening(jobQueuedFor(event, vmId, context), context);
+      });
+      expect(openings.every((o) => o.rowCommitted)).toBe(true);
+      // What a group commit of five creates writes: every job's event and queue row in one transaction.
+      await store.appendMany(
+        openings.flatMap((o) => o.writes.appends),
+        { sqlWrites: openings.flatMap((o) => o.writes.sqlWrites ?? []) },
+      );
+      for (const o of openings) await admission.opened(o);
+
       await waitUntil(() => wakeUps >= 1);
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(wakeUps).toBe(1);
-
-      await admission.opened(committed());
-      await waitUntil(() => wakeUps >= 2);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(wakeUps).toBe(2);
+      for (const o of openings) expect(await row(o.queued.data.job_id)).toEqual({ status: 'queued' });
     } finally {
       await listener.end();
     }

@@ -1,4 +1,4 @@
-import { escapeLiteral, type Pool } from 'pg';
+import { escapeIdentifier, escapeLiteral, type Pool } from 'pg';
 import { categoryOf, encodeCategories } from './stream-categories';
 
 /**
@@ -14,6 +14,8 @@ export class CommitNotifier {
   private sending: Promise<void> | undefined;
   /** Categories of the streams appended to since the last notification went out. */
   private readonly pending = new Set<string>();
+  /** Other channels to notify with it (see `wake`). */
+  private readonly channels = new Set<string>();
 
   constructor(
     private readonly pool: Pool,
@@ -26,10 +28,16 @@ export class CommitNotifier {
    */
   committed(streamId: string): void {
     this.pending.add(categoryOf(streamId));
-    // Sent from a microtask, so the other streams of the same commit (reported in the same synchronous
-    // loop) ride in this notification: started at once, it named the first stream's category alone and
-    // the rest followed in a second notifying transaction, which woke the same subscribers again.
-    this.sending ??= Promise.resolve().then(() => this.send());
+    this.schedule();
+  }
+
+  /**
+   * Records that a commit wrote what waiters on `channel` look for (a job's queue row): a bare NOTIFY on
+   * it rides in the same notifying transaction as the commit's own, instead of one of its own.
+   */
+  wake(channel: string): void {
+    this.channels.add(channel);
+    this.schedule();
   }
 
   /** Resolves once no notification is in flight. */
@@ -37,15 +45,25 @@ export class CommitNotifier {
     await this.sending;
   }
 
+  private schedule(): void {
+    // Sent from a microtask, so the other streams of the same commit (reported in the same synchronous
+    // loop) ride in this notification: started at once, it named the first stream's category alone and
+    // the rest followed in a second notifying transaction, which woke the same subscribers again.
+    this.sending ??= Promise.resolve().then(() => this.send());
+  }
+
   private async send(): Promise<void> {
-    while (this.pending.size > 0) {
-      const payload = encodeCategories(this.pending);
+    while (this.pending.size > 0 || this.channels.size > 0) {
+      const notifications = [...this.channels].map((channel) => `NOTIFY ${escapeIdentifier(channel)}`);
+      if (this.pending.size > 0)
+        notifications.unshift(
+          `SELECT pg_notify(${escapeLiteral(this.channel)}, ${escapeLiteral(encodeCategories(this.pending))})`,
+        );
       this.pending.clear();
+      this.channels.clear();
       try {
         // Nothing durable is written, so there is no point waiting for a WAL flush.
-        await this.pool.query(
-          `BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify(${escapeLiteral(this.channel)}, ${escapeLiteral(payload)}); COMMIT`,
-        );
+        await this.pool.query(`BEGIN; SET LOCAL synchronous_commit TO off; ${notifications.join('; ')}; COMMIT`);
       } catch {
         // Subscribers poll as well; a failed wake-up costs latency, not events.
       }

@@ -462,6 +462,7 @@ export class PostgresEventStore implements EventStore {
     allocation.locked = false;
     const written = appendedResult!.rows[0].streams as Record<string, { position: string; revision: string }>;
     for (const { streamId } of appends) if (written[streamId]) this.notifier.committed(streamId);
+    for (const { notifies } of sqlWrites) if (notifies) this.notifier.wake(notifies);
     return plans.map((plan, c) => resultOf(calls[c]!, plan, written));
   }
 
