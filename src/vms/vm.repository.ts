@@ -26,10 +26,12 @@ export class VmRepository extends AggregateRepository<VmState, VmEvent> {
 
   /**
    * The create request as the tenant sent it. The folded state leaves out what only the provider needs
-   * once (ssh keys, user data), so the create job reads it from the stream's first event.
+   * once (ssh keys, user data), so the create job reads it from the stream's first event. `whole` reads
+   * the whole stream instead, which the store answers in one statement with the other whole-stream reads
+   * asked at the same moment (the job's load of the VM): for a VM whose stream is still short.
    */
-  async creationRequest(vmId: string): Promise<VmCreateRequestedData> {
-    const [first] = await this.store.readStream(this.streamOf(vmId), { maxCount: 1 });
+  async creationRequest(vmId: string, { whole = false }: { whole?: boolean } = {}): Promise<VmCreateRequestedData> {
+    const [first] = await this.store.readStream(this.streamOf(vmId), whole ? {} : { maxCount: 1 });
     const decoded = first ? this.codec.decode<VmCreateRequested>(first) : null;
     if (decoded?.event.type !== 'VmCreateRequested') throw notFound('VM');
     return decoded.event.data;

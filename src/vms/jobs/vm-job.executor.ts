@@ -49,20 +49,23 @@ export class VmJobExecutor implements JobExecutor {
   }
 
   async perform(job: JobState, attempt: JobAttempt): Promise<JobWork> {
+    const operation = operationOf(job);
+    // A create's request (SSH keys, user data: not in the folded state) is asked together with the VM, so
+    // both come in one read; it is used only if the VM still awaits this job.
+    const requested = operation === 'create' ? this.vms.creationRequest(job.resource_id, { whole: true }) : undefined;
+    requested?.catch(() => undefined);
     const vm = (await this.vms.load(job.resource_id)).state;
     if (!vm || vm.pending_job_id !== job.id) {
       // The VM already settled this job (recorded before a crash), maybe with newer requests since: the
       // job ends as its own operation did, which only the VM's history still tells.
       return { kind: 'settled', error: outcomeOfJob(vm ? await this.vms.history(vm.id) : [], job.id) };
     }
-    const operation = operationOf(job);
     let providerType = 'unknown';
     const timer = this.metrics.providerCalls.startTimer();
     try {
-      // A create's request (SSH keys, user data: not in the folded state) is read while the driver is resolved.
       const [driver, request] = await Promise.all([
         this.drivers.driverFor(vm.placement.provider_id, vm.placement.cluster_id),
-        operation === 'create' ? this.vms.creationRequest(vm.id) : undefined,
+        requested,
       ]);
       providerType = driver.type;
       const call: CallContext = {
