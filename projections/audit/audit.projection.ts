@@ -14,7 +14,7 @@ import {
   VM_STREAM_PREFIX,
 } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
-import { BulkInsert, bulkInsertBatch } from '../runner/bulk-insert';
+import { BulkInsert, BulkInserts, bulkInsertBatch, runBulkInserts } from '../runner/bulk-insert';
 import { OneStatementBatch } from '../runner/projection';
 import { RebuildableProjection } from '../runner/projection-rebuild';
 import { AuditSink } from './audit-sink';
@@ -68,18 +68,12 @@ export class AuditProjection implements RebuildableProjection {
   constructor(private readonly sink: AuditSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
-    const { jobs, log } = await this.rowsOf(events, tx);
-    await AUDIT_JOBS.run(tx, jobs);
-    await AUDIT_LOG.run(tx, log);
+    await runBulkInserts(tx, await this.rowsOf(events, tx));
   }
 
   /** The batch's rows as one statement with the checkpoint's move, after reading what it needs. */
   async oneStatement(events: DecodedEvent[], reader: EntityManager): Promise<OneStatementBatch> {
-    const { jobs, log } = await this.rowsOf(events, reader);
-    return bulkInsertBatch([
-      [AUDIT_JOBS, jobs],
-      [AUDIT_LOG, log],
-    ]);
+    return bulkInsertBatch(await this.rowsOf(events, reader));
   }
 
   /**
@@ -87,10 +81,7 @@ export class AuditProjection implements RebuildableProjection {
    * batches are read through `reader`: rows only this projection writes, so a read outside the batch's
    * transaction finds the same.
    */
-  private async rowsOf(
-    events: DecodedEvent[],
-    reader: EntityManager,
-  ): Promise<{ jobs: Array<AuditJobInfo & { job_id: string }>; log: object[] }> {
+  private async rowsOf(events: DecodedEvent[], reader: EntityManager): Promise<BulkInserts> {
     const jobs = await this.earlierJobs(events, reader);
     const newJobs: Array<AuditJobInfo & { job_id: string }> = [];
     const records: Array<{ record: AuditRecord; position: bigint }> = [];
@@ -120,23 +111,24 @@ export class AuditProjection implements RebuildableProjection {
     // a slow or absent broker never holds back the event store's readers (they read below the oldest
     // writing transaction).
     if (records.length) await this.sink.publish(records.map((r) => r.record));
-    return {
-      jobs: newJobs,
-      log: records.map(({ record: r, position }) => ({
-        id: r.event_id,
-        created_at: r.timestamp,
-        actor: r.actor,
-        action: r.action,
-        target: r.target,
-        project_id: r.project_id,
-        result: r.result,
-        trace_id: r.trace_id,
-        // audit_log has no column of its own for the error code: it is kept in details, and the
-        // audit queries give it back as the record's error_code.
-        details: r.error_code === undefined ? r.details : { ...r.details, error_code: r.error_code },
-        position: position.toString(),
-      })),
-    };
+    const log = records.map(({ record: r, position }) => ({
+      id: r.event_id,
+      created_at: r.timestamp,
+      actor: r.actor,
+      action: r.action,
+      target: r.target,
+      project_id: r.project_id,
+      result: r.result,
+      trace_id: r.trace_id,
+      // audit_log has no column of its own for the error code: it is kept in details, and the
+      // audit queries give it back as the record's error_code.
+      details: r.error_code === undefined ? r.details : { ...r.details, error_code: r.error_code },
+      position: position.toString(),
+    }));
+    return [
+      [AUDIT_JOBS, newJobs],
+      [AUDIT_LOG, log],
+    ];
   }
 
   /** What the batch's job events need to know of jobs queued in earlier batches: one query for all. */

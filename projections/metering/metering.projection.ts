@@ -2,7 +2,7 @@ import { EntityManager } from 'typeorm';
 import { MeteredVm, MeteringRecord, meteringRecordsOf, VM_STREAM_PREFIX, VmEvent } from '@hcp/domain';
 import { DecodedEvent } from '@hcp/eventstore';
 import { MeteringSink } from '../audit/audit-sink';
-import { BulkInsert, bulkInsertBatch } from '../runner/bulk-insert';
+import { BulkInsert, BulkInserts, bulkInsertBatch, runBulkInserts } from '../runner/bulk-insert';
 import { OneStatementBatch } from '../runner/projection';
 import { RebuildableProjection } from '../runner/projection-rebuild';
 
@@ -42,18 +42,12 @@ export class MeteringProjection implements RebuildableProjection {
   constructor(private readonly sink: MeteringSink) {}
 
   async apply(events: DecodedEvent[], tx: EntityManager): Promise<void> {
-    const { vms, records } = await this.rowsOf(events, tx);
-    await METERED_VMS.run(tx, vms);
-    await METERING_RECORDS.run(tx, records);
+    await runBulkInserts(tx, await this.rowsOf(events, tx));
   }
 
   /** The batch's rows as one statement with the checkpoint's move, after reading what it needs. */
   async oneStatement(events: DecodedEvent[], reader: EntityManager): Promise<OneStatementBatch> {
-    const { vms, records } = await this.rowsOf(events, reader);
-    return bulkInsertBatch([
-      [METERED_VMS, vms],
-      [METERING_RECORDS, records],
-    ]);
+    return bulkInsertBatch(await this.rowsOf(events, reader));
   }
 
   /**
@@ -61,10 +55,7 @@ export class MeteringProjection implements RebuildableProjection {
    * earlier batches are read through `reader`: rows only this projection writes, so a read outside the
    * batch's transaction finds the same.
    */
-  private async rowsOf(
-    events: DecodedEvent[],
-    reader: EntityManager,
-  ): Promise<{ vms: Array<MeteredVm & { vm_id: string }>; records: object[] }> {
+  private async rowsOf(events: DecodedEvent[], reader: EntityManager): Promise<BulkInserts> {
     const vms = await this.earlierVms(events, reader);
     const newVms: Array<MeteredVm & { vm_id: string }> = [];
     const records: Array<{ record: MeteringRecord; position: bigint }> = [];
@@ -89,10 +80,10 @@ export class MeteringProjection implements RebuildableProjection {
     }
     // Publish before writing, like the audit projection: no transaction id is held while the broker is slow.
     if (records.length) await this.sink.publish(records.map((r) => r.record));
-    return {
-      vms: newVms,
-      records: records.map(({ record, position }) => ({ ...record, position: position.toString() })),
-    };
+    return [
+      [METERED_VMS, newVms],
+      [METERING_RECORDS, records.map(({ record, position }) => ({ ...record, position: position.toString() }))],
+    ];
   }
 
   /** What the batch's events need to know of VMs created in earlier batches: one query for all. */

@@ -99,11 +99,19 @@ export class GuardedBulkUpdate {
   }
 }
 
+/** Rows for several tables, each with the BulkInsert that writes them, in the order to write them. */
+export type BulkInserts = ReadonlyArray<readonly [BulkInsert, ReadonlyArray<object>]>;
+
+/** Runs each insert with its rows in `tx`, one statement per table that has rows. */
+export async function runBulkInserts(tx: EntityManager, inserts: BulkInserts): Promise<void> {
+  for (const [insert, rows] of inserts) await insert.run(tx, rows);
+}
+
 /**
- * Rows for several tables, each inserted by its BulkInsert, as one batch statement: every row must be
- * new (a row already there means the batch was applied before, and `apply` gets it instead).
+ * The same inserts as one batch statement: every row must be new (a row already there means the batch
+ * was applied before, and `apply` gets it instead).
  */
-export function bulkInsertBatch(inserts: ReadonlyArray<[BulkInsert, ReadonlyArray<object>]>): OneStatementBatch {
+export function bulkInsertBatch(inserts: BulkInserts): OneStatementBatch {
   const statements: string[] = [];
   const params: unknown[] = [];
   let rows = 0;

@@ -1,3 +1,5 @@
+import { escapeLiteral } from 'pg';
+
 /** Runs one SQL text on the connection the statement was planned on and returns its rows. */
 export type RunSql = (sql: string) => Promise<Array<Record<string, unknown>>>;
 
@@ -36,11 +38,9 @@ export async function plansScanningWholeTable(
 
 function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
-  if (Array.isArray(value)) return quoted(`{${value.map((v) => JSON.stringify(String(v))).join(',')}}`);
-  return quoted(String(value));
+  if (Array.isArray(value)) return escapeLiteral(`{${value.map((v) => JSON.stringify(String(v))).join(',')}}`);
+  return escapeLiteral(String(value));
 }
-
-const quoted = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /** The tables a plan (EXPLAIN's JSON, any depth of sub-plans and CTEs) reads by a sequential scan. */
 function seqScans(plan: unknown): string[] {
