@@ -18,6 +18,7 @@ import { VmQueries } from './vm.queries';
 import { LIMITS } from '../http/validation/limits';
 import { IdempotentRequest } from '../http/idempotency/idempotency.interceptor';
 import { traceIdOf } from '../http/request/request-id';
+import type { CarryingRequest } from '../http/request/request-recorder';
 import { CreateVmDto, ListVmsQueryDto, UpdateVmDto, VmActionDto } from './vm.dto';
 import { ProjectIdPipe, UuidPipe } from '../http/validation/path-params';
 
@@ -135,11 +136,12 @@ export class VmsController {
   }
 }
 
-function context(who: Principal, req: IdempotentRequest): RequestContext {
+function context(who: Principal, req: IdempotentRequest & CarryingRequest): RequestContext {
   return {
     actor: who.sub,
     traceId: traceIdOf(req),
     ...(req.idempotencyKey ? { idempotencyKey: req.idempotencyKey } : {}),
+    ...(req.carried ? { carried: req.carried } : {}),
   };
 }
 

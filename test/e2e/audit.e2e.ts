@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { ApiClient, eventually, jobFinished } from '../support/api-client';
 import { seededChoice } from '../support/catalog';
 import { HcpProcess } from '../support/hcp-process';
-import { createTestDatabase, TestDatabase } from '../support/test-database';
+import { createTestDatabase, queryDatabase, TestDatabase } from '../support/test-database';
 
 const run = promisify(execFile);
 
@@ -79,6 +79,32 @@ describe('audit trail', () => {
     expect((await auditor.get('/v1/ops/audit?actor=mallory')).body.items).toHaveLength(1);
     expect((await auditor.get('/v1/ops/audit?from=2999-01-01T00:00:00Z')).body.items).toHaveLength(0);
     expect((await tenant.get('/v1/ops/audit')).status).toBe(403);
+  });
+
+  it("commits an accepted VM request's record in the transaction of the request it caused", async () => {
+    const created = await tenant.post('/v1/projects/aud/vms', {
+      name: 'carried',
+      zone: 'local',
+      ...(await seededChoice(tenant)),
+    });
+    expect(created.status).toBe(202);
+    await jobFinished(tenant, 'aud', created.body.job_id);
+    const stopped = await tenant.post(`/v1/projects/aud/vms/${created.body.resource_id}/actions/stop`, {});
+    expect(stopped.status).toBe(202);
+
+    for (const jobId of [created.body.job_id, stopped.body.job_id]) {
+      // The request's two records and the job's JobQueued, each with the transaction that wrote it.
+      const rows = await queryDatabase<{ type: string; tx_id: string }>(
+        db.url,
+        `SELECT type, tx_id::text FROM hcp_events
+          WHERE stream_id = (SELECT stream_id FROM hcp_events WHERE type = 'RequestAnswered' AND data->>'job_id' = $1)
+             OR (stream_id = $2 AND type = 'JobQueued')
+          ORDER BY position`,
+        [jobId, `job-${jobId}`],
+      );
+      expect(rows.map((r) => r.type)).toEqual(['RequestReceived', 'RequestAnswered', 'JobQueued']);
+      expect(new Set(rows.map((r) => r.tx_id)).size).toBe(1);
+    }
   });
 
   it('replays the same records from the event store with the CLI', async () => {

@@ -5,7 +5,7 @@ import { from, Observable, throwError } from 'rxjs';
 import { catchError, map, mergeMap } from 'rxjs/operators';
 import { Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
-import { CarriedRequest, RecordedRequest, RequestOutcome, RequestRecorder, runCarrying } from './request-recorder';
+import { CarriedRequest, CarryingRequest, RecordedRequest, RequestOutcome, RequestRecorder } from './request-recorder';
 import { traceIdOf } from './request-id';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -39,7 +39,7 @@ export class RequestAuditInterceptor implements NestInterceptor {
   constructor(private readonly recorder: RequestRecorder) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const req = context.switchToHttp().getRequest<Request & { user?: Principal }>();
+    const req = context.switchToHttp().getRequest<Request & CarryingRequest & { user?: Principal }>();
     const res = context.switchToHttp().getResponse<Response>();
     const route = routePatternOf(req);
     const policy = ROUTE_POLICIES[routeKey(req.method, route)];
@@ -53,8 +53,10 @@ export class RequestAuditInterceptor implements NestInterceptor {
       scope: ops ? 'ops' : 'tenant',
       params: req.params,
     } as const;
-    if (CARRIED_ROUTES.has(routeKey(req.method, route)))
-      return this.carrying(this.recorder.carry(facts, traceId), next, res, traceId);
+    if (CARRIED_ROUTES.has(routeKey(req.method, route))) {
+      req.carried = this.recorder.carry(facts, traceId);
+      return this.carrying(req.carried, next, res, traceId);
+    }
     const received = this.recorder.received(facts, traceId);
     return from(received).pipe(
       mergeMap((recorded) =>
@@ -74,10 +76,7 @@ export class RequestAuditInterceptor implements NestInterceptor {
   }
 
   private carrying(carried: CarriedRequest, next: CallHandler, res: Response, traceId: string): Observable<unknown> {
-    const handled = new Observable<unknown>((subscriber) =>
-      runCarrying(carried, () => next.handle().subscribe(subscriber)),
-    );
-    return handled.pipe(
+    return next.handle().pipe(
       mergeMap((body) => {
         const jobId = jobIdOf(body);
         if (jobId !== null && carried.committedJobId === jobId && res.statusCode === 202) return [body];

@@ -6,7 +6,7 @@ import { FaultInjectingEventStore } from '../../../test/fakes/fault-injecting-ev
 import { unconnectedDataSource } from '../../../test/fakes/unconnected-data-source';
 import { appendedAfter, givenVm, refusal } from '../../../test/fakes/vm-histories';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { RequestRecorder, runCarrying } from '../../http/request/request-recorder';
+import { RequestRecorder } from '../../http/request/request-recorder';
 import { JobRepository } from '../../jobs';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { QuotaService } from '../../quotas';
@@ -195,7 +195,7 @@ describe('CreateVmHandler', () => {
     );
     const before = await store.headPosition();
 
-    const accepted = await runCarrying(carried, () => handler.execute(new CreateVmCommand('p1', WEB_1, ALICE)));
+    const accepted = await handler.execute(new CreateVmCommand('p1', WEB_1, { ...ALICE, carried }));
 
     expect((await appendedSince(before)).map(([stream, type]) => [stream, type])).toEqual([
       [quotaStreamId('p1'), 'QuotaReserved'],

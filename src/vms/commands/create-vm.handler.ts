@@ -5,7 +5,6 @@ import { QuotaService } from '../../quotas';
 import { CatalogService } from '../../catalog';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { carriedRequest } from '../../http/request/request-recorder';
 import { JobAccepted, JobAdmission, JobOpening } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
@@ -60,7 +59,7 @@ export class CreateVmHandler implements ICommandHandler<CreateVmCommand, JobAcce
     // and a crash part-way leaves a prefix the VM job dispatcher completes (a VM's request becomes its job).
     // The request's own record (RequestReceived, RequestAnswered 202) commits with them too, first, so
     // the audit trail shows it before what it caused.
-    const request = carriedRequest();
+    const request = ctx.carried;
     let opening: JobOpening | undefined;
     const reserved = await this.quotas.reserve(projectId, vmId, resources, context, () => {
       opening = this.jobs.opening(queued, context);

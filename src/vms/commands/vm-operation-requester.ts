@@ -13,7 +13,6 @@ import {
 import { DriverRegistry } from '../../ops';
 import { eventContext } from '../../platform/event-sourcing/event-context';
 import { idsFor, RequestContext } from '../../http/request/request-context';
-import { carriedRequest } from '../../http/request/request-recorder';
 import { JobAccepted, JobAdmission, JobOpening, JobRepository } from '../../jobs';
 import { VmRepository } from '../vm.repository';
 
@@ -50,7 +49,7 @@ export class VmOperationRequester {
     const context = eventContext(ctx.actor, ctx.traceId);
     // The VM's request, the request's record, its job and (on PostgreSQL) the job's queue row commit in
     // one appendMany.
-    const request = carriedRequest();
+    const request = ctx.carried;
     let opening: JobOpening | undefined;
     const { events, alongside } = await this.vms.update(
       vmId,
