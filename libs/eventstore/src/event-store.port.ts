@@ -67,6 +67,18 @@ export interface SqlWrite {
    * commit, with the store's own wake-up of its subscribers, never inside the transaction.
    */
   notifies?: string;
+  /**
+   * The rows this write adds, when writes of its kind commute (each adds its own rows, whatever the
+   * others add): a commit then sends the writes of one `kind` as the one write `of(all their items)`,
+   * where the first of them stood. A group commit of creates writes one job queue INSERT, not one each.
+   */
+  rows?: SqlWriteRows;
+}
+
+export interface SqlWriteRows {
+  kind: string;
+  items: readonly unknown[];
+  of(items: readonly unknown[]): SqlWrite;
 }
 
 export interface AppendManyOptions {

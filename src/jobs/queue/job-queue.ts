@@ -41,13 +41,15 @@ export interface NewQueuedJob {
  * The queue rows of new jobs as one INSERT, for enqueue and for a request that commits its job with its
  * own events. A row that exists already (a dispatcher got there first) is left as it is.
  */
-export function queueRowsWrite(jobs: NewQueuedJob[]): SqlWrite {
+export function queueRowsWrite(jobs: readonly NewQueuedJob[]): SqlWrite {
   return {
     sql: `INSERT INTO job_queue (job_id, project_id, type, resource_id, status, available_at)
        SELECT j.job_id, j.project_id, j.type, j.resource_id, 'queued', now()
        FROM jsonb_to_recordset($1::jsonb) AS j(job_id uuid, project_id text, type text, resource_id uuid)
        ON CONFLICT (job_id) DO NOTHING`,
     params: [JSON.stringify(jobs)],
+    // Rows of distinct jobs, each inserted unless there already: the creates of a group commit send one.
+    rows: { kind: 'job_queue', items: jobs, of: (items) => queueRowsWrite(items as NewQueuedJob[]) },
   };
 }
 

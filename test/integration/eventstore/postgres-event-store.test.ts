@@ -445,16 +445,20 @@ describe('PostgresEventStore on PostgreSQL', () => {
         `hcp_events/${fixture.schema}/stream/${vm}`,
       ]);
 
+      // The held stream between two free ones: the refusal names it, not a neighbour.
       const refused = fixture.store.appendDecided(quota, 0n, () => ({
         appends: [
           { streamId: quota, events: [newEvent()], expected: 'no_stream' },
+          { streamId: `${prefix}a`, events: [newEvent()], expected: 'no_stream' },
           { streamId: vm, events: [newEvent()], expected: 'no_stream' },
+          { streamId: `${prefix}z`, events: [newEvent()], expected: 'no_stream' },
         ],
       }));
 
       await expect(refused).rejects.toBeInstanceOf(StreamBusyError);
       await expect(refused).rejects.toMatchObject({ streamId: vm });
       expect(await fixture.store.readStream(quota)).toEqual([]);
+      expect(await fixture.store.readStream(`${prefix}a`)).toEqual([]);
     } finally {
       await holder.query('ROLLBACK');
       await holder.end();

@@ -23,12 +23,21 @@ describe('job admission and the job dispatcher', () => {
   let queue: JobQueue;
   let dispatcher: VmJobDispatcherProjection;
   let position = 0n;
+  /** The SQL texts the store's connections sent, in order. */
+  const sent: string[] = [];
 
   beforeAll(async () => {
     database = await migratedTestDatabase('hcp_admission', 3);
     ds = database.ds;
     pool = new Pool({ connectionString: database.db.url, max: 3 });
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: typeof query }).query = (...args) => {
+        if (typeof args[0] === 'string') sent.push(args[0]);
+        return query(...args);
+      };
+    });
     store = new PostgresEventStore({ pool, pollIntervalMs: 50 });
     jobs = new JobRepository(store, new DomainEventCodec(createHcpUpcasters()));
     queue = new JobQueue(ds);
@@ -103,7 +112,7 @@ describe('job admission and the job dispatcher', () => {
     expect(await row(event.data.job_id)).toEqual({ status: 'done' });
   });
 
-  it('wakes the workers once the queue rows of a commit are in, once for all of them', async () => {
+  it('writes the queue rows of a commit as one INSERT, and wakes the workers once they are in, once for all', async () => {
     const listener = new Client({ connectionString: database.db.url });
     await listener.connect();
     let wakeUps = 0;
@@ -119,12 +128,20 @@ describe('job admission and the job dispatcher', () => {
         return admission.opening(jobQueuedFor(event, vmId, context), context);
       });
       expect(openings.every((o) => o.rowCommitted)).toBe(true);
+      const before = sent.length;
       // What a group commit of five creates writes: every job's event and queue row in one transaction.
       await store.appendMany(
         openings.flatMap((o) => o.writes.appends),
         { sqlWrites: openings.flatMap((o) => o.writes.sqlWrites ?? []) },
       );
       for (const o of openings) await admission.opened(o);
+      // The five queue rows went as one statement.
+      expect(
+        sent
+          .slice(before)
+          .join('\n')
+          .match(/INSERT INTO job_queue/g),
+      ).toHaveLength(1);
 
       await waitUntil(() => wakeUps >= 1);
       await new Promise((resolve) => setTimeout(resolve, 200));
