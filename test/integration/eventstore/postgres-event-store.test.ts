@@ -250,7 +250,7 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
-  it('reads a commit once for the subscriptions it wakes at one position, each getting only its own streams', async () => {
+  it('reads a commit for the live subscriptions it wakes in reads of the whole tail, each getting only its own streams', async () => {
     const [a, b, c] = [uniquePrefix(), uniquePrefix(), uniquePrefix()];
     // With polling this slow, only the commit's notification wakes them (and retries of a blocked read).
     const store = fixture.anotherStore({ pollIntervalMs: 60_000 });
@@ -270,16 +270,18 @@ describe('PostgresEventStore on PostgreSQL', () => {
       await collectors[1]!.waitForCount(2, 3_000);
       await sleep(100);
 
-      // Other suites' transactions on the server may block a read and make it retry (each subscription on
-      // its own timer), so count no reads: one of them, the notification's, read for both woken ones.
+      // Other suites' transactions on the server may block a read and make it retry, so count no reads:
+      // once live, the subscriptions read no page of their own; the store's tail window reads every
+      // stream for all of them (TailWindow), and each gets its own streams from it.
       // A statement is sent as its text and values, or as a prepared statement's config holding both.
       const statements = reads.mock.calls.map(([query, params]) =>
         typeof query === 'string' ? { text: query, values: params } : (query as { text: string; values: unknown }),
       );
       const readPrefixes = statements
         .filter(({ text }) => text.includes('head.max_position'))
-        .map(({ values }) => [...((values as unknown[])[2] as string[])].sort());
-      expect(readPrefixes).toContainEqual([a, b].sort());
+        .map(({ values }) => (values as unknown[])[2]);
+      expect(readPrefixes.length).toBeGreaterThan(0);
+      expect(readPrefixes.every((prefixes) => prefixes === null)).toBe(true);
       expect(collectors.map((collector) => collector.events.map((e) => e.streamId))).toEqual([
         [`${a}vm-1`],
         [`${b}job-1`, `${b}job-1`],

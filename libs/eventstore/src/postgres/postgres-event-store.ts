@@ -29,6 +29,7 @@ import { eventStoreNames, type EventStoreNames } from './postgres-event-store.sc
 import { CoalescedPageReads } from './coalesced-page-reads';
 import { CoalescedStreamReads } from './coalesced-stream-reads';
 import { CoalescedAppends } from './coalesced-appends';
+import { type TailRead, TailWindow } from './tail-window';
 import { combinedSqlWrites } from './combined-sql-writes';
 import { prepared } from './prepared-statement';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
@@ -51,6 +52,8 @@ export interface PostgresEventStoreOptions {
 }
 
 const PAGE_SIZE = 500;
+/** The newest events a store keeps for its live subscriptions (TailWindow): a few MB. */
+const TAIL_WINDOW_EVENTS = 4 * PAGE_SIZE;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const UNIQUE_VIOLATION = '23505';
 
@@ -125,6 +128,13 @@ export class PostgresEventStore implements EventStore {
   private readonly notifier: CommitNotifier;
   private readonly subscriptions = new Set<PostgresSubscription>();
   private readonly pageReads = new CoalescedPageReads<PageRow>((after, prefixes) => this.readPageRows(after, prefixes));
+  private readonly tail = new TailWindow<RecordedEvent>({
+    read: (after) => this.readTail(after),
+    positionOf: (event) => event.position,
+    wakeups: () => this.listener.wakeups,
+    pageSize: PAGE_SIZE,
+    maxItems: TAIL_WINDOW_EVENTS,
+  });
   private readonly streamReads = new CoalescedStreamReads((wanted) => this.readWanted(wanted));
   private readonly coalescedAppends = new CoalescedAppends((calls) => this.appendCalls(calls));
 
@@ -492,24 +502,28 @@ export class PostgresEventStore implements EventStore {
   }
 
   private async readSubscriptionPage(after: bigint, prefixes: string[] | null): Promise<SubscriptionPage> {
-    // Read with the subscriptions woken alongside this one (CoalescedPageReads): rows matching their
-    // prefixes but not this one's are filtered out here, as the statement does for rows matching none.
-    const rows = await this.pageReads.read(after, this.listener.wakeups, prefixes);
-    const ours = (row: PageRow): boolean =>
-      row.matches === true && (prefixes === null || prefixes.some((prefix) => row.stream_id.startsWith(prefix)));
-    const scanned = rows.filter((row): row is PageRow & { position: string } => row.position !== null);
-    const last = scanned.at(-1);
-    const scannedTo = last ? BigInt(last.position) : undefined;
-    const head = rows[0]?.head == null ? START_POSITION : BigInt(rows[0].head);
-    const full = scanned.length === PAGE_SIZE;
-    return {
-      events: scanned
-        .filter(ours)
-        .map((row) => toRecordedEvent({ ...row, data: row.data ?? {}, metadata: row.metadata ?? {} })),
-      scannedTo,
-      full,
-      blocked: !full && head > (scannedTo ?? after),
-    };
+    const wakeup = this.listener.wakeups;
+    const ours = (streamId: string): boolean =>
+      prefixes === null || prefixes.some((prefix) => streamId.startsWith(prefix));
+    const fromWindow = await this.tail.page(after, wakeup);
+    if (fromWindow) {
+      const { items, ...page } = fromWindow;
+      return { ...page, events: items.filter((event) => ours(event.streamId)) };
+    }
+    // Behind the window (catching up), or before it has started: a read of its own, shared with the
+    // subscriptions woken alongside this one at the same position (CoalescedPageReads). Rows matching
+    // their prefixes but not this one's are filtered out here, as the statement does for rows matching none.
+    const rows = await this.pageReads.read(after, wakeup, prefixes);
+    const page = subscriptionPageOf(rows, after);
+    const events = page.events.filter((event) => ours(event.streamId));
+    if (!page.full) this.tail.reachedTail(page.scannedTo ?? after, wakeup);
+    return { ...page, events };
+  }
+
+  /** The tail of the table for the window: every stream, payload and all. */
+  private async readTail(after: bigint): Promise<TailRead<RecordedEvent>> {
+    const { events, scannedTo, full, head } = subscriptionPageOf(await this.readPageRows(after, null), after);
+    return { items: events, scannedTo, full, head };
   }
 
   private async readPageRows(after: bigint, prefixes: string[] | null): Promise<PageRow[]> {
@@ -540,6 +554,24 @@ export class PostgresEventStore implements EventStore {
     );
     return rows;
   }
+}
+
+/** A page read's rows as events (those matching its prefixes), how far it scanned, and the head it saw. */
+function subscriptionPageOf(rows: PageRow[], after: bigint): SubscriptionPage & { head: bigint } {
+  const scanned = rows.filter((row): row is PageRow & { position: string } => row.position !== null);
+  const last = scanned.at(-1);
+  const scannedTo = last ? BigInt(last.position) : undefined;
+  const head = rows[0]?.head == null ? START_POSITION : BigInt(rows[0].head);
+  const full = scanned.length === PAGE_SIZE;
+  return {
+    events: scanned
+      .filter((row) => row.matches === true)
+      .map((row) => toRecordedEvent({ ...row, data: row.data ?? {}, metadata: row.metadata ?? {} })),
+    scannedTo,
+    full,
+    blocked: !full && head > (scannedTo ?? after),
+    head,
+  };
 }
 
 /**
