@@ -143,7 +143,7 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     name: 'HCP_API_PROCESSES',
     default: '',
     description:
-      '`npm start` without HCP_ROLES: API processes sharing PORT (one more runs the worker and projections); empty: one per core, 0: every role in one process',
+      '`npm start` without HCP_ROLES: API processes sharing PORT (one more runs the worker and projections); empty: one per core but one, at least one; 0: every role in one process',
   },
   {
     name: 'HCP_DB_POOL_SIZE',
@@ -342,6 +342,16 @@ const ROLES: readonly HcpRole[] = ['api', 'worker', 'projections'];
 const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 
 /**
+ * API processes when HCP_API_PROCESSES is empty: a core each, but one, which the worker and projections'
+ * process needs under load (and PostgreSQL beside it). On two cores that is one API process, and it
+ * measured better than two everywhere (bench/README.md, thirteenth session): the processes were
+ * contending for the cores, and one process accepts its own connections instead of being handed each.
+ */
+export function defaultApiProcesses(cores: number): number {
+  return Math.max(1, cores - 1);
+}
+
+/**
  * Reads and validates the environment. `extraCheck` lets callers validate values owned by other modules
  * (the simulator's fault syntax) without this file knowing their grammar.
  */
@@ -429,7 +439,8 @@ export function loadConfig(
     embeddedPostgresPort: raw('HCP_EMBEDDED_PG_PORT') === '' ? undefined : int('HCP_EMBEDDED_PG_PORT', 1024, 65535),
     eventStoreConnectionString: url('EVENTSTORE_CONNECTION_STRING', ['esdb:', 'esdb+discover:']),
     roles: [...new Set(roles)],
-    apiProcesses: raw('HCP_API_PROCESSES') === '' ? availableParallelism() : int('HCP_API_PROCESSES', 0, 256),
+    apiProcesses:
+      raw('HCP_API_PROCESSES') === '' ? defaultApiProcesses(availableParallelism()) : int('HCP_API_PROCESSES', 0, 256),
     dbPoolSize: int('HCP_DB_POOL_SIZE', 1, 200),
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS),
     auth: {

@@ -1,5 +1,6 @@
-import { loadConfig } from '../config/hcp-config';
-import { childSpecs } from './child-specs';
+import cluster from 'node:cluster';
+import { defaultApiProcesses, loadConfig } from '../config/hcp-config';
+import { childSpecs, schedulingPolicy } from './child-specs';
 
 /** Connections all children may open: two pools per process. */
 function connectionsOf(env: NodeJS.ProcessEnv, connectionLimit: number): { total: number; api: number; bg: number } {
@@ -45,5 +46,16 @@ describe('launcher child specs', () => {
     const specs = (env: NodeJS.ProcessEnv) => childSpecs(loadConfig(env), { shared: {}, connectionLimit: 97, env });
     expect(specs({}).background.env.HCP_WORKER_CONCURRENCY).toBe('32');
     expect(specs({ HCP_WORKER_CONCURRENCY: '4' }).background.env.HCP_WORKER_CONCURRENCY).toBe('4');
+  });
+
+  it('runs an API process per core but the one the worker and projections need, and at least one', () => {
+    expect([1, 2, 4, 16].map(defaultApiProcesses)).toEqual([1, 1, 3, 15]);
+  });
+
+  it('lets one API process accept its own connections, and hands them round to several', () => {
+    expect(schedulingPolicy(1, {})).toBe(cluster.SCHED_NONE);
+    expect(schedulingPolicy(3, {})).toBe(cluster.SCHED_RR);
+    expect(schedulingPolicy(1, { NODE_CLUSTER_SCHED_POLICY: 'rr' })).toBe(cluster.SCHED_RR);
+    expect(schedulingPolicy(3, { NODE_CLUSTER_SCHED_POLICY: 'none' })).toBe(cluster.SCHED_NONE);
   });
 });

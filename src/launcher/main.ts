@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import * as path from 'node:path';
 import { ConfigError, HcpConfig, loadConfig } from '../config/hcp-config';
 import { openSharedRuntime } from '../platform/runtime/shared-runtime';
-import { childSpecs } from './child-specs';
+import { childSpecs, schedulingPolicy } from './child-specs';
 import { ProcessSupervisor } from './process-supervisor';
 
 /**
@@ -37,6 +37,8 @@ async function launch(): Promise<void> {
     throw err;
   }
   const shared = await openSharedRuntime(config);
+  const specs = childSpecs(config, { shared: shared.env, connectionLimit: shared.connectionLimit, env: process.env });
+  cluster.schedulingPolicy = schedulingPolicy(specs.api.length, process.env);
   cluster.setupPrimary(childEntry());
   let exitCode = 0;
   let finishing: Promise<void> | null = null;
@@ -64,7 +66,6 @@ async function launch(): Promise<void> {
       void finish(0);
     });
 
-  const specs = childSpecs(config, { shared: shared.env, connectionLimit: shared.connectionLimit, env: process.env });
   try {
     // The worker's process seeds the catalog before it listens: the API starts once there is one.
     await supervisor.start(specs.background);
