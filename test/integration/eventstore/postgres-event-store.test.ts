@@ -135,6 +135,58 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   }, 20_000);
 
+  it('delivers every event once, in order, to subscriptions of different speeds sharing a tail window writers race', async () => {
+    const prefix = uniquePrefix();
+    // A window of 20 events: the slow subscriptions fall behind it, read on their own, and come back.
+    const store = fixture.anotherStore({ pollIntervalMs: 50, tailWindowEvents: 20 });
+    const head = await store.headPosition();
+    const pause = (ms: number) => () => sleep(ms);
+    const subscriptions = [
+      { prefixes: [prefix], handler: undefined },
+      { prefixes: [`${prefix}even`], handler: pause(1) },
+      { prefixes: [prefix], handler: () => sleep(Math.random() < 0.1 ? 20 : 0) },
+    ].map(({ prefixes, handler }) =>
+      new Collector().start(store, { fromPosition: head, streamPrefixes: prefixes }, handler),
+    );
+    const writers = 10;
+    const appendsEach = 30;
+    try {
+      const written = await Promise.all(
+        Array.from({ length: writers }, async (_, w) => {
+          const streamId = `${prefix}${w % 2 === 0 ? 'even' : 'odd'}-${w}`;
+          const ids: string[] = [];
+          for (let i = 0; i < appendsEach; i++) {
+            const event = newEvent();
+            await store.append(streamId, [event], i === 0 ? 'no_stream' : BigInt(i - 1));
+            ids.push(event.id);
+          }
+          return { streamId, ids };
+        }),
+      );
+      const all = written.flatMap((w) => w.ids);
+      const even = written.filter((w) => w.streamId.startsWith(`${prefix}even`)).flatMap((w) => w.ids);
+      await subscriptions[0]!.waitForCount(all.length, 20_000);
+      await subscriptions[1]!.waitForCount(even.length, 20_000);
+      await subscriptions[2]!.waitForCount(all.length, 20_000);
+      await sleep(200);
+
+      for (const [collector, expected] of [
+        [subscriptions[0]!, all],
+        [subscriptions[1]!, even],
+        [subscriptions[2]!, all],
+      ] as const) {
+        expect([...collector.ids()].sort()).toEqual([...expected].sort());
+        const positions = collector.events.map((e) => e.position);
+        expect(positions.every((p, i) => i === 0 || p > positions[i - 1]!)).toBe(true);
+      }
+      // Each stream's events arrive in revision order.
+      for (const { streamId, ids } of written)
+        expect(subscriptions[0]!.events.filter((e) => e.streamId === streamId).map((e) => e.id)).toEqual(ids);
+    } finally {
+      await Promise.all(subscriptions.map((collector) => collector.stop()));
+    }
+  }, 60_000);
+
   it('moves past the gap a rolled-back transaction leaves', async () => {
     const prefix = uniquePrefix();
     const head = await fixture.store.headPosition();

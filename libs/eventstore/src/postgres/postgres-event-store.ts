@@ -49,10 +49,11 @@ export interface PostgresEventStoreOptions {
   pollIntervalMs?: number;
   /** How long a subscription retries failing reads before it gives up and calls onError; default 30 s. */
   subscriptionRetryMs?: number;
+  /** The newest events kept for the live subscriptions (TailWindow); default 2,000, a few MB. */
+  tailWindowEvents?: number;
 }
 
 const PAGE_SIZE = 500;
-/** The newest events a store keeps for its live subscriptions (TailWindow): a few MB. */
 const TAIL_WINDOW_EVENTS = 4 * PAGE_SIZE;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const UNIQUE_VIOLATION = '23505';
@@ -128,13 +129,7 @@ export class PostgresEventStore implements EventStore {
   private readonly notifier: CommitNotifier;
   private readonly subscriptions = new Set<PostgresSubscription>();
   private readonly pageReads = new CoalescedPageReads<PageRow>((after, prefixes) => this.readPageRows(after, prefixes));
-  private readonly tail = new TailWindow<RecordedEvent>({
-    read: (after) => this.readTail(after),
-    positionOf: (event) => event.position,
-    wakeups: () => this.listener.wakeups,
-    pageSize: PAGE_SIZE,
-    maxItems: TAIL_WINDOW_EVENTS,
-  });
+  private readonly tail: TailWindow<RecordedEvent>;
   private readonly streamReads = new CoalescedStreamReads((wanted) => this.readWanted(wanted));
   private readonly coalescedAppends = new CoalescedAppends((calls) => this.appendCalls(calls));
 
@@ -145,6 +140,13 @@ export class PostgresEventStore implements EventStore {
     this.subscriptionRetryMs = options.subscriptionRetryMs ?? 30_000;
     this.listener = new NotificationListener(this.pool, this.names.channel);
     this.notifier = new CommitNotifier(this.pool, this.names.channel);
+    this.tail = new TailWindow<RecordedEvent>({
+      read: (after) => this.readTail(after),
+      positionOf: (event) => event.position,
+      wakeups: () => this.listener.wakeups,
+      pageSize: PAGE_SIZE,
+      maxItems: options.tailWindowEvents ?? TAIL_WINDOW_EVENTS,
+    });
   }
 
   readonly commitsSqlWrites = true;
