@@ -33,8 +33,8 @@ export interface RequestOutcome {
  * A request whose record its command handler commits with its own events: RequestReceived and
  * RequestAnswered (202 and the job) in the command's appendMany, so an accepted request costs no write of
  * its own and is never accepted unrecorded. The handler finds it in its command's RequestContext
- * (`carried`); when it did not commit it (it failed, or took a path without the record), the interceptor records the request
- * after the handler.
+ * (`carried`); when it did not commit it (it failed, or took a path without the record), the interceptor
+ * records the request after the handler.
  */
 export class CarriedRequest {
   private committedJob: string | null = null;
@@ -62,9 +62,9 @@ export class CarriedRequest {
 }
 
 /**
- * A request whose route carries its record to the handler. The record rides on the request object, not
- * in an AsyncLocalStorage: on Node 20 one `run` turns on async hooks for every promise the process makes
- * from then on (~5 % of an API process's CPU in a write profile).
+ * A request whose route carries its record to the handler. The record rides on the request object, and
+ * the controller puts it in the command's RequestContext: an explicit dependency of the handler, not
+ * ambient state in an AsyncLocalStorage.
  */
 export type CarryingRequest = { carried?: CarriedRequest };
 

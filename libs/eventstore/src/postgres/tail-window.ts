@@ -59,7 +59,8 @@ export class TailWindow<T> {
    */
   async page(after: bigint, wakeup: number): Promise<WindowPage<T> | null> {
     if (!this.started || after < this.from) return null;
-    if (after >= this.to || this.firstAfter(after) === this.items.length) await this.extend();
+    // Nothing held after `after` (it stands at the window's end, or beyond it): read the tail first.
+    if (this.firstAfter(after) === this.items.length) await this.extend();
     if (after > this.to) {
       // One read did not reach the asker: the window has fallen behind the tail; start again there.
       this.restart(after, wakeup);
