@@ -22,6 +22,7 @@ export { rebuildProjection, type RebuildResult, type RebuildableProjection } fro
 export { readModelProjections, SILENT_SINKS, type ReadModelSinks } from './read-models';
 export { publisherSinks, type AuditSink, type MeteringSink } from './audit/audit-sink';
 export { VmReadModelRow } from './vm-read-model/vm-read-model.entity';
+export { presentVm, VM_VIEW_FIELDS, type VmView } from './vm-read-model/vm-view';
 export { JobReadModelRow } from './job-read-model/job-read-model.entity';
 export { OpsResourceRow } from './ops-catalog/ops-resource.entity';
 export { QuotaReadModelRow } from './quota-read-model/quota-read-model.entity';

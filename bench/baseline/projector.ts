@@ -15,6 +15,7 @@
 import { Client } from 'pg';
 // A relative import, so the compiled copy (bench/.build/bench/baseline) uses the compiled domain code.
 import { evolveVm, VmEvent, VmState } from '../../libs/domain/src';
+import { presentVm } from '../../projections/vm-read-model/vm-view';
 
 const NAME = 'baseline-vm';
 const PAGE = 500;
@@ -101,20 +102,21 @@ async function main(): Promise<void> {
           created_at: state.created_at,
           updated_at: state.updated_at,
           state,
+          view: JSON.stringify(presentVm(state)),
           position: position.toString(),
         };
       });
       await db.query(
         `INSERT INTO bench_baseline_vm_rows (id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags, metadata,
-                                             last_job_id, created_at, updated_at, state, position)
-         SELECT id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags, metadata, last_job_id, created_at, updated_at, state, position
+                                             last_job_id, created_at, updated_at, state, view, position)
+         SELECT id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags, metadata, last_job_id, created_at, updated_at, state, view, position
          FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, project_id text, name text, zone text, image_id text, flavor_id text, status text,
               desired_state text, addresses jsonb, tags jsonb, metadata jsonb, last_job_id uuid, created_at timestamptz, updated_at timestamptz,
-              state jsonb, position bigint)
+              state jsonb, view text, position bigint)
          ON CONFLICT (id) DO UPDATE SET project_id = EXCLUDED.project_id, name = EXCLUDED.name, zone = EXCLUDED.zone, image_id = EXCLUDED.image_id,
            flavor_id = EXCLUDED.flavor_id, status = EXCLUDED.status, desired_state = EXCLUDED.desired_state, addresses = EXCLUDED.addresses,
            tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, last_job_id = EXCLUDED.last_job_id, created_at = EXCLUDED.created_at,
-           updated_at = EXCLUDED.updated_at, state = EXCLUDED.state, position = EXCLUDED.position`,
+           updated_at = EXCLUDED.updated_at, state = EXCLUDED.state, view = EXCLUDED.view, position = EXCLUDED.position`,
         [JSON.stringify(upserts)],
       );
       checkpoint = BigInt(rows[rows.length - 1]!.position);

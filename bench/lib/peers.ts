@@ -81,7 +81,7 @@ export async function seedPeerVms(client: Client, project: string, first: number
   await client.query(`CREATE TABLE IF NOT EXISTS vm_read_model (
     id uuid PRIMARY KEY, project_id text, name text, zone text, image_id text, flavor_id text, status text, desired_state text,
     addresses jsonb, tags jsonb, metadata jsonb, last_job_id uuid, created_at timestamptz, updated_at timestamptz,
-    state jsonb, position bigint)`);
+    state jsonb, view text, position bigint)`);
   await seedVmReadModel(client, project, first, last, refs);
   await client.query(
     `INSERT INTO ${VM_TABLE} (id, project_id, document, created_at)

@@ -24,5 +24,10 @@ export class VmReadModelRow {
   @Column('timestamptz') created_at!: Date;
   @Column('timestamptz') updated_at!: Date;
   @Column('jsonb') state!: VmState;
+  /**
+   * presentVm of `state` as JSON text, written with the row: the tenant's reads send it as stored. Built
+   * by PostgreSQL per read, the view cost a 50-VM page 0.54 ms of its CPU against 0.14 ms read as text.
+   */
+  @Column('text') view!: string;
   @Column('bigint') position!: string;
 }

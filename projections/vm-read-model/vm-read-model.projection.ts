@@ -1,6 +1,7 @@
 import { evolveVm, VM_STREAM_PREFIX, VmEvent, VmState } from '@hcp/domain';
 import { FoldedStateProjection } from '../runner/folded-state.projection';
 import { VmReadModelRow } from './vm-read-model.entity';
+import { presentVm } from './vm-view';
 
 /** The VM read model behind list and detail queries. */
 export function vmReadModelProjection(): FoldedStateProjection<VmState, VmEvent, VmReadModelRow> {
@@ -24,6 +25,7 @@ function toRow(state: VmState, position: bigint): VmReadModelRow {
     created_at: new Date(state.created_at),
     updated_at: new Date(state.updated_at),
     state,
+    view: JSON.stringify(presentVm(state)),
     position: position.toString(),
   };
 }

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { notFound } from '@hcp/domain';
-import { VmReadModelRow } from '@hcp/projections';
+import { presentVm, VmReadModelRow, VmView } from '@hcp/projections';
 import {
   keysetPageJsonText,
   keysetPageSql,
@@ -13,7 +13,6 @@ import {
   textRows,
 } from '../platform/persistence/keyset-page';
 import { JsonText } from '../http/json-text';
-import { presentVm, VM_VIEW_JSON_SQL, VmView } from './vm.presenter';
 
 type PageRow = Pick<VmReadModelRow, 'id' | 'created_at' | 'state'>;
 
@@ -27,8 +26,8 @@ export interface VmFilter {
 /**
  * Reads VMs from the read model only. Deleted VMs are listed only when asked for by status. Plain SQL
  * on the data source's own pool (the two hottest reads of the API): TypeORM's statement building, and
- * even its query runner per call, cost more than the query itself. The tenant's reads answer the JSON
- * PostgreSQL builds (VM_VIEW_JSON_SQL) as it comes.
+ * even its query runner per call, cost more than the query itself. The tenant's reads answer the view's
+ * JSON text the projection stored (`view`), as it comes.
  */
 @Injectable()
 export class VmQueries {
@@ -42,16 +41,16 @@ export class VmQueries {
   }
 
   async get(projectId: string, vmId: string): Promise<JsonText<VmView>> {
-    const [row] = (await this.text.query(
-      `SELECT ${VM_VIEW_JSON_SQL} AS view FROM vm_read_model WHERE id = $1 AND project_id = $2`,
-      [vmId, projectId],
-    )) as Array<{ view: string }>;
+    const [row] = (await this.text.query(`SELECT view FROM vm_read_model WHERE id = $1 AND project_id = $2`, [
+      vmId,
+      projectId,
+    ])) as Array<{ view: string }>;
     if (!row) throw notFound('VM');
     return new JsonText(row.view);
   }
 
   async list(projectId: string, filter: VmFilter, limit: number, cursor?: string): Promise<JsonText<Page<VmView>>> {
-    const from = { item: VM_VIEW_JSON_SQL, from: 'vm_read_model', where: conditionsOf({ ...filter, projectId }) };
+    const from = { item: 'view', from: 'vm_read_model', where: conditionsOf({ ...filter, projectId }) };
     return new JsonText(await keysetPageJsonText(this.text, from, limit, cursor));
   }
 

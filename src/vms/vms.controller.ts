@@ -13,7 +13,7 @@ import { UpdateVmLabelsCommand } from './commands/update-vm-labels.handler';
 import { RequestContext } from '../http/request/request-context';
 import { JsonText } from '../http/json-text';
 import { JobAccepted } from '../jobs';
-import { presentVm, VmView } from './vm.presenter';
+import { presentVm, VmView } from '@hcp/projections';
 import { VmQueries } from './vm.queries';
 import { LIMITS } from '../http/validation/limits';
 import { IdempotentRequest } from '../http/idempotency/idempotency.interceptor';

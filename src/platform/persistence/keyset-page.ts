@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { SelectQueryBuilder, ObjectLiteral } from 'typeorm';
 import { isUUID } from 'class-validator';
 import { invalidField } from '@hcp/domain';
+import { prepared } from '@hcp/eventstore';
 
 export interface Page<T> {
   items: T[];
@@ -78,7 +79,7 @@ export async function keysetPageSql<R extends { id: string; created_at: Date }, 
 
 /**
  * The same page as JSON text (a `Page` of whatever `item` builds), without a value parsed in between:
- * `item` is trusted SQL answering each row's JSON text (e.g. json_build_object(...)::text), and `db` must
+ * `item` is trusted SQL answering each row's JSON text (e.g. a column of it), and `db` must
  * answer every column as the text PostgreSQL sent (see textRows).
  */
 export async function keysetPageJsonText(
@@ -129,9 +130,14 @@ function keysetSql(
   return [sql, where.params];
 }
 
-/** A runner on `pool` answering every column as PostgreSQL's text, unparsed (for JSON built in SQL). */
+/**
+ * A runner on `pool` answering every column as PostgreSQL's text, unparsed (for JSON built in SQL).
+ * Its statements are prepared: planning the view's json_build_object cost PostgreSQL more than running
+ * it (a VM's detail read, one connection: 108 µs of PostgreSQL CPU unnamed, 47 µs prepared). The texts
+ * are few (one per combination of a list's filters), so each connection keeps only a handful.
+ */
 export function textRows(pool: Pool): SqlRunner {
-  return { query: async (text, values) => (await pool.query({ text, values, types: UNPARSED })).rows };
+  return { query: async (text, values) => (await pool.query({ ...prepared(text, values), types: UNPARSED })).rows };
 }
 
 const UNPARSED = { getTypeParser: () => (value: string) => value };

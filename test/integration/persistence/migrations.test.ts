@@ -2,6 +2,8 @@ import { createDataSource, schemaStatus } from '../../../src/platform/persistenc
 import { MIGRATIONS } from '../../../src/platform/persistence/migrations';
 import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../../support/test-database';
+import { presentVm } from '@hcp/projections';
+import type { VmState } from '@hcp/domain';
 
 const TABLES = [
   'idempotency_keys',
@@ -84,6 +86,52 @@ describe('schema migrations', () => {
     } finally {
       await ds.query(`DELETE FROM schema_migrations WHERE name = 'FromTheFuture9999999999999'`);
       await ds.destroy();
+    }
+  });
+
+  it('gives the VMs projected before the view column the view the projection writes', async () => {
+    const fresh = await createTestDatabase('hcp_migrations');
+    const ds = createDataSource(fresh.url, { poolSize: 2 });
+    await ds.initialize();
+    try {
+      await migrate(ds);
+      await ds.undoLastMigration({ transaction: 'each' });
+      const state = {
+        id: '4b0c2d4e-9a51-4c1e-8f7e-0d3c5b8a6e21',
+        project_id: 'p1',
+        name: 'wéb "one"',
+        zone: 'z1',
+        image_id: 'img-1',
+        flavor_id: 'flv-1',
+        resources: { vcpus: 1, ram_mb: 512, disk_gb: 5 },
+        placement: { provider_id: 'prov-1', cluster_id: 'cl-1', image_ref: 'tpl' },
+        status: 'running',
+        desired_state: 'running',
+        addresses: [{ type: 'ipv4', address: '10.0.0.2', nic: 'net0' }],
+        tags: { env: 'prod' },
+        metadata: { line: 'one\ntwo' },
+        pending_job_id: null,
+        last_job_id: '7d7f9a0c-2b1e-4c3d-9e8f-1a2b3c4d5e6f',
+        last_error: null,
+        created_at: '2026-12-01T10:00:00.123Z',
+        updated_at: '2026-12-01T10:00:05.000Z',
+      } as unknown as VmState;
+      await ds.query(
+        `INSERT INTO vm_read_model (id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags,
+                                    metadata, last_job_id, created_at, updated_at, state, position)
+         SELECT (s->>'id')::uuid, s->>'project_id', s->>'name', s->>'zone', s->>'image_id', s->>'flavor_id', s->>'status',
+                s->>'desired_state', s->'addresses', s->'tags', s->'metadata', (s->>'last_job_id')::uuid,
+                (s->>'created_at')::timestamptz, (s->>'updated_at')::timestamptz, s, 7
+         FROM (SELECT $1::jsonb AS s) AS given`,
+        [JSON.stringify(state)],
+      );
+      await migrate(ds);
+      const [{ view }] = await ds.query(`SELECT view FROM vm_read_model WHERE id = $1`, [state.id]);
+      expect(JSON.parse(view)).toEqual(presentVm(state));
+      expect(Object.keys(JSON.parse(view))).toEqual(Object.keys(presentVm(state)));
+    } finally {
+      await ds.destroy();
+      await fresh.drop();
     }
   });
 

@@ -4,13 +4,13 @@ import { createHcpUpcasters, HcpError, VmState, VmStatus } from '@hcp/domain';
 import { DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { vmReadModelProjection } from '@hcp/projections/vm-read-model/vm-read-model.projection';
 import { ProjectionRunner } from '@hcp/projections/runner/projection-runner';
-import { presentVm, VM_VIEW_FIELDS } from '../../../src/vms/vm.presenter';
+import { presentVm, VM_VIEW_FIELDS } from '@hcp/projections';
 import { VmQueries } from '../../../src/vms/vm.queries';
 import { VmRepository } from '../../../src/vms/vm.repository';
 import { givenVm } from '../../fakes/vm-histories';
 import { MigratedDatabase, migratedTestDatabase } from '../../support/migrated-database';
 
-/** The tenant's VM reads answer JSON that PostgreSQL builds; these pin it to presentVm of the stored state. */
+/** The tenant's VM reads answer the JSON text the projection stored; these pin it to presentVm of the stored state. */
 describe('VM queries on the read model', () => {
   let db: MigratedDatabase;
   let ds: DataSource;

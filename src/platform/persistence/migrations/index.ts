@@ -12,6 +12,7 @@ import { HostCalls1767744000041 } from './1767744000041-host-calls';
 import { ProjectionCheckpointMove1767744000050 } from './1767744000050-projection-checkpoint-move';
 import { ProjectionCheckpointAfterWrites1767744000051 } from './1767744000051-projection-checkpoint-after-writes';
 import { ProjectQuotaReservations1767744000060 } from './1767744000060-project-quota-reservations';
+import { VmReadModelView1767744000070 } from './1767744000070-vm-read-model-view';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   ProjectionCheckpointMove1767744000050,
   ProjectionCheckpointAfterWrites1767744000051,
   ProjectQuotaReservations1767744000060,
+  VmReadModelView1767744000070,
 ];

@@ -1,5 +1,5 @@
 import type { VmState } from '@hcp/domain';
-import { presentVm, VM_VIEW_FIELDS } from './vm.presenter';
+import { presentVm, VM_VIEW_FIELDS } from './vm-view';
 
 describe('presentVm', () => {
   it('shows exactly the tenant fields, in their order, and nothing of the placement', () => {

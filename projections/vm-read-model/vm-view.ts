@@ -17,7 +17,10 @@ export const VM_VIEW_FIELDS = [
   'last_job_id',
 ] as const satisfies ReadonlyArray<keyof VmState>;
 
-/** The tenant's view of a VM (API.md). Placement and provider references never leave HCP. */
+/**
+ * The tenant's view of a VM (API.md). Placement and provider references never leave HCP. The read model
+ * keeps it as JSON text beside the state (`view`), so the tenant's reads send it as stored.
+ */
 export type VmView = Pick<VmState, (typeof VM_VIEW_FIELDS)[number]>;
 
 /**
@@ -43,14 +46,3 @@ export function presentVm(vm: VmState): VmView {
     last_job_id: vm.last_job_id,
   };
 }
-
-/**
- * presentVm in SQL, over a row of vm_read_model: the view's JSON text, fields in the same order, built by
- * PostgreSQL for the tenant's hot reads so that no row is parsed and serialized again in Node. Each field
- * is read from its column, which the projection derives from `state` (half the database's work of
- * extracting every field from the jsonb), except the times: their columns are timestamptz, the view
- * answers the text HCP recorded. Known names only, so the text is trusted SQL.
- */
-export const VM_VIEW_JSON_SQL = `json_build_object(${VM_VIEW_FIELDS.map(
-  (f) => `'${f}', ${f === 'created_at' || f === 'updated_at' ? `state->'${f}'` : f}`,
-).join(', ')})::text`;
