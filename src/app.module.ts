@@ -62,7 +62,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         LoggerModule.forRoot(loggerOptions(config.logLevel)),
         PlatformModule.forRoot(runtime),
-        HttpModule.forRoot(config, appControllers()),
+        HttpModule.forRoot(appControllers()),
         ...CONTEXT_MODULES,
       ],
     };

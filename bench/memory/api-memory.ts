@@ -21,7 +21,7 @@ import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
  * server) on a scratch database holding 100,000 VMs of one project in vm_read_model. Reported: RSS and
  * heap at idle after start, and after a forced major GC; peak RSS / heap (sampled every 100 ms) and GC
  * time during a detail-read load and a list load (10 connections, 10 s each, after a 3 s warm-up), with
- * reads/s; the post-GC heap after the loads. With --snapshot, a fresh process (so the snapshot's own
+ * reads/s and the process's CPU per read; the post-GC heap after the loads. With --snapshot, a fresh process (so the snapshot's own
  * allocations cannot touch the load figures) writes a heap snapshot at idle after a major GC, and
  * heap-summary.ts explains it.
  *
@@ -69,6 +69,7 @@ interface WindowFigures {
   samples: number;
   gc: Record<string, { count: number; ms: number }>;
   ms: number;
+  cpuMs: number;
   end: Usage;
 }
 
@@ -229,6 +230,8 @@ async function main(): Promise<void> {
       const after = await api.memory(true);
       const figures = {
         readsPerS: round(load.okPerS),
+        // The API process's CPU per answered read: steadier than the rate on a shared machine.
+        cpuMsPerRead: round(w.cpuMs / Math.max(1, load.ok), 3),
         non2xx: load.requests - load.ok,
         p50Ms: round(load.latencyMs?.p50, 2),
         p99Ms: round(load.latencyMs?.p99, 2),

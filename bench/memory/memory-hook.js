@@ -4,7 +4,7 @@
 // with (an API process under `npm start` is a node:cluster worker and has one too):
 //   {cmd: 'memory', gc?: true}      -> process.memoryUsage() and V8 heap statistics, after a forced major GC if asked
 //   {cmd: 'window-start'}           -> samples process.memoryUsage() every 100 ms, counts GC time by kind
-//   {cmd: 'window-stop'}            -> the window's peaks and GC figures
+//   {cmd: 'window-stop'}            -> the window's peaks, GC figures and the process's CPU time (ms)
 //   {cmd: 'snapshot', file}         -> a forced major GC, then v8.writeHeapSnapshot(file)
 // Each answer echoes the request's `id`. The forced GC is V8's own full collection, reached without
 // --expose-gc on the command line (which would make `gc` a global of HCP's context).
@@ -80,7 +80,7 @@ if (typeof process.send === 'function') {
           answer({ usage: usage(), spaces: spaces() });
           return;
         case 'mem:window-start':
-          window = { started: Date.now(), peak: { rssMb: 0, heapUsedMb: 0, heapTotalMb: 0 }, samples: 0, gc: {} };
+          window = { started: Date.now(), cpu: process.cpuUsage(), peak: { rssMb: 0, heapUsedMb: 0, heapTotalMb: 0 }, samples: 0, gc: {} };
           gcObserver.observe({ entryTypes: ['gc'] });
           window.timer = setInterval(sample, 100);
           sample();
@@ -90,9 +90,10 @@ if (typeof process.send === 'function') {
           sample();
           clearInterval(window.timer);
           gcObserver.disconnect();
-          const { peak, samples, gc, started } = window;
+          const { peak, samples, gc, started, cpu } = window;
           window = null;
-          answer({ peak, samples, gc, ms: Date.now() - started, end: usage() });
+          const spent = process.cpuUsage(cpu);
+          answer({ peak, samples, gc, ms: Date.now() - started, cpuMs: (spent.user + spent.system) / 1000, end: usage() });
           return;
         }
         case 'mem:snapshot':

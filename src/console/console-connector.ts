@@ -13,7 +13,7 @@ import {
 } from '@hcp/domain';
 import { connectRfbServer, RfbHandshakeError } from '@hcp/providers';
 import { HcpConfig } from '../config/hcp-config';
-import { SlidingWindowThrottlerStorage } from '../http/rate-limit/sliding-window-storage';
+import { SlidingWindowLimiter } from '../http/rate-limit/sliding-window-limiter';
 import { eventContext } from '../platform/event-sourcing/event-context';
 import { HcpMetrics } from '../platform/observability/hcp-metrics';
 import { HCP_CONFIG } from '../platform/tokens';
@@ -60,7 +60,7 @@ export const CONSOLE_KEEPS_VM_STATUSES: ReadonlySet<VmState['status']> = new Set
 export class ConsoleConnector {
   private readonly logger = new Logger('console');
   /** Sliding-window counters of recorded refusals, per session and per client address. */
-  private readonly recordedRefusals = new SlidingWindowThrottlerStorage(Date.now, REFUSAL_WINDOW_MS);
+  private readonly recordedRefusals = new SlidingWindowLimiter(Date.now, REFUSAL_WINDOW_MS);
   private readonly refusalsPerWindow: number;
 
   constructor(
@@ -195,7 +195,7 @@ export class ConsoleConnector {
   private async withinRefusalBudget(sessionId: string, address: string | null): Promise<boolean> {
     const keys = [`session:${sessionId}`, ...(address === null ? [] : [`address:${address}`])];
     for (const key of keys) {
-      const hit = await this.recordedRefusals.increment(key, REFUSAL_WINDOW_MS, this.refusalsPerWindow, 0, 'console');
+      const hit = this.recordedRefusals.hit(key, REFUSAL_WINDOW_MS, this.refusalsPerWindow, 0, 'console');
       if (hit.isBlocked) return false;
     }
     return true;

@@ -1,9 +1,7 @@
 import { DynamicModule, Module, OnModuleInit, Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
-import { ThrottlerModule } from '@nestjs/throttler';
 import { BearerTokenStrategy } from '@hcp/auth';
-import { HcpConfig } from '../config/hcp-config';
 import { PeriodicTasks } from '../platform/background/periodic-tasks';
 import { AccessGuard } from './auth/access.guard';
 import { SchemaGate } from './availability/schema-gate';
@@ -11,7 +9,7 @@ import { BreakGlassRecorder } from './auth/break-glass.recorder';
 import { HcpExceptionFilter } from './errors/hcp-exception.filter';
 import { REFUSAL_WINDOW_MS, RefusalLedger } from './errors/refusal-ledger';
 import { IdempotencyStore } from './idempotency/idempotency-store';
-import { rateLimits, RateLimitGuard } from './rate-limit/rate-limit.guard';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { RequestRecorder } from './request/request-recorder';
 import { bindRequestInterceptors } from './routes/request-interceptors';
 
@@ -33,15 +31,12 @@ export class HttpModule implements OnModuleInit {
   ) {}
 
   /** `controllers`: every controller of the application, whose routes get their interceptors here. */
-  static forRoot(config: HcpConfig, controllers: readonly Type[]): DynamicModule {
+  static forRoot(controllers: readonly Type[]): DynamicModule {
     bindRequestInterceptors(controllers);
     return {
       module: HttpModule,
       global: true,
-      imports: [
-        PassportModule,
-        ThrottlerModule.forRoot(rateLimits(config.rateLimit.perActorPerMinute, config.rateLimit.perProjectPerMinute)),
-      ],
+      imports: [PassportModule],
       providers: [
         BearerTokenStrategy,
         BreakGlassRecorder,

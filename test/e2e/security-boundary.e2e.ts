@@ -59,6 +59,40 @@ describe('security boundary', () => {
     expect((await api.as(hcp.token('calm', { r1: 'viewer' })).get('/v1/projects/r1/vms')).status).toBe(200);
   });
 
+  it("tells each budget's limit, what is left of it and when its window ends", async () => {
+    const api = new ApiClient(hcp.baseUrl, hcp.token('counted', { told: 'viewer' }));
+    const budgets = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await api.get('/v1/projects/told/vms');
+      budgets.push(
+        ['actor', 'project'].map((b) => [
+          res.headers.get(`x-ratelimit-limit-${b}`),
+          res.headers.get(`x-ratelimit-remaining-${b}`),
+        ]),
+      );
+      for (const b of ['actor', 'project'])
+        expect(Number(res.headers.get(`x-ratelimit-reset-${b}`))).toBeGreaterThan(0);
+    }
+    expect(budgets).toEqual([
+      [
+        ['8', '7'],
+        ['12', '11'],
+      ],
+      [
+        ['8', '6'],
+        ['12', '10'],
+      ],
+      [
+        ['8', '5'],
+        ['12', '9'],
+      ],
+    ]);
+    // Only the actor's budget on a route outside any project.
+    const outside = await api.get('/v1/images');
+    expect(outside.headers.get('x-ratelimit-remaining-actor')).toBe('4');
+    expect(outside.headers.get('x-ratelimit-remaining-project')).toBeNull();
+  });
+
   it('limits requests per project across its actors', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 14; i++) {

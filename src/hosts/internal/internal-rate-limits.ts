@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { HttpReply as Response } from '../../http/edge/http-types';
 import { HcpError } from '@hcp/domain';
 import type { HcpConfig } from '../../config/hcp-config';
-import { SlidingWindowThrottlerStorage } from '../../http/rate-limit/sliding-window-storage';
+import { SlidingWindowLimiter } from '../../http/rate-limit/sliding-window-limiter';
 import { HCP_CONFIG } from '../../platform/tokens';
 
 const MINUTE_MS = 60_000;
@@ -13,7 +13,7 @@ const MINUTE_MS = 60_000;
  */
 @Injectable()
 export class InternalRateLimits {
-  private readonly storage = new SlidingWindowThrottlerStorage();
+  private readonly limiter = new SlidingWindowLimiter();
 
   constructor(@Inject(HCP_CONFIG) private readonly config: HcpConfig) {}
 
@@ -26,7 +26,7 @@ export class InternalRateLimits {
   }
 
   private async take(limit: 'host' | 'enroll', key: string, perMinute: number, res: Response): Promise<void> {
-    const hit = await this.storage.increment(key, MINUTE_MS, perMinute, 0, `internal-${limit}`);
+    const hit = this.limiter.hit(key, MINUTE_MS, perMinute, 0, `internal-${limit}`);
     if (!hit.isBlocked) return;
     res.header('Retry-After', String(Math.max(1, Math.ceil(hit.timeToBlockExpire))));
     throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit });

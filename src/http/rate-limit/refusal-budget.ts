@@ -1,5 +1,5 @@
 import type { RequestRefusalsSuppressed } from '@hcp/domain';
-import { SlidingWindowThrottlerStorage } from './sliding-window-storage';
+import { SlidingWindowLimiter } from './sliding-window-limiter';
 
 export interface RefusalBudgetLimits {
   /** Refusals recorded one by one per key (client address, actor) and window. */
@@ -51,14 +51,14 @@ const OVERFLOW_KEY = 'overflow';
  * the rate limits, per process.
  */
 export class RefusalBudget {
-  private readonly storage: SlidingWindowThrottlerStorage;
+  private readonly limiter: SlidingWindowLimiter;
   private pending = new Map<string, Pending>();
 
   constructor(
     private readonly limits: RefusalBudgetLimits,
     private readonly now: () => number = Date.now,
   ) {
-    this.storage = new SlidingWindowThrottlerStorage(now, limits.windowMs);
+    this.limiter = new SlidingWindowLimiter(now, limits.windowMs);
   }
 
   async judge(refusal: Refusal): Promise<RefusalVerdict> {
@@ -69,13 +69,7 @@ export class RefusalBudget {
     const { windowMs } = this.limits;
 
     if (refusal.actor === null && refusal.address !== null) {
-      const answered = await this.storage.increment(
-        keys[0].key,
-        windowMs,
-        this.limits.anonymousPerWindow,
-        0,
-        'refusals-answered',
-      );
+      const answered = this.limiter.hit(keys[0].key, windowMs, this.limits.anonymousPerWindow, 0, 'refusals-answered');
       if (answered.isBlocked) {
         this.count(keys[0], refusal.code, true);
         return { kind: 'reject', retryAfterSeconds: Math.max(1, answered.timeToBlockExpire) };
@@ -83,13 +77,7 @@ export class RefusalBudget {
     }
     // The first key out of budget stops the walk: the refusal is counted once, under that key.
     for (const k of keys) {
-      const recorded = await this.storage.increment(
-        k.key,
-        windowMs,
-        this.limits.recordedPerWindow,
-        0,
-        'refusals-recorded',
-      );
+      const recorded = this.limiter.hit(k.key, windowMs, this.limits.recordedPerWindow, 0, 'refusals-recorded');
       if (recorded.isBlocked) {
         this.count(k, refusal.code, false);
         return { kind: 'count' };

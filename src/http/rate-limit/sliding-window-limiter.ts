@@ -1,6 +1,13 @@
-import type { ThrottlerStorage } from '@nestjs/throttler';
-
-type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
+/** One hit's outcome; times in whole seconds, as Retry-After and the rate-limit headers give them. */
+export interface WindowHit {
+  /** The key's hits in the sliding window, this one included. */
+  totalHits: number;
+  /** Until the current window ends. */
+  timeToExpire: number;
+  isBlocked: boolean;
+  /** Until the block ends (0 when not blocked). */
+  timeToBlockExpire: number;
+}
 
 interface Counter {
   ttl: number;
@@ -13,16 +20,17 @@ interface Counter {
 }
 
 /**
- * The rate limiter's memory: two counters per key (this window and the one before), instead of the
- * library's in-memory storage, which keeps the expiry time of every hit of the last window per key and
- * filters and spreads that array on every request (O(n) time and garbage per request, n up to the
- * limit). The count is the usual sliding-window estimate: this window's hits plus the previous window's
- * weighted by how much of it the sliding window still covers. Exact while a key stays in one window.
+ * The rate limiters' memory: two counters per key (this window and the one before), O(1) time and no
+ * garbage per hit at any limit (@nestjs/throttler's in-memory storage kept the expiry of every hit of
+ * the last window and filtered that array on every request). The count is the usual sliding-window
+ * estimate: this window's hits plus the previous window's weighted by how much of it the sliding window
+ * still covers. Exact while a key stays in one window. Synchronous: a guard on every request should not
+ * cost a promise per budget.
  *
- * Blocking follows the library's storage: the hit that goes over the limit blocks the key for
- * `blockDuration`, blocked requests are not counted, and the key starts afresh when the block ends.
+ * The hit that goes over the limit blocks the key for `blockDuration`, blocked requests are not
+ * counted, and the key starts afresh when the block ends.
  */
-export class SlidingWindowThrottlerStorage implements ThrottlerStorage {
+export class SlidingWindowLimiter {
   private readonly counters = new Map<string, Counter>();
   private lastSweep: number;
 
@@ -34,16 +42,11 @@ export class SlidingWindowThrottlerStorage implements ThrottlerStorage {
     this.lastSweep = now();
   }
 
-  async increment(
-    key: string,
-    ttl: number,
-    limit: number,
-    blockDuration: number,
-    throttlerName: string,
-  ): Promise<ThrottlerStorageRecord> {
+  /** Counts a hit of `key` under the budget `budget` (keys of different budgets are counted apart). */
+  hit(key: string, ttl: number, limit: number, blockDuration: number, budget: string): WindowHit {
     const now = this.now();
     if (now - this.lastSweep >= this.sweepEveryMs) this.sweep(now);
-    const id = `${throttlerName}\u0000${key}`;
+    const id = `${budget}\u0000${key}`;
     let counter = this.counters.get(id);
     if (!counter) {
       counter = { ttl, windowStart: now, current: 0, previous: 0, blockedUntil: 0 };

@@ -1,16 +1,16 @@
-import { SlidingWindowThrottlerStorage } from './sliding-window-storage';
+import { SlidingWindowLimiter } from './sliding-window-limiter';
 
 const MINUTE = 60_000;
 
-describe('SlidingWindowThrottlerStorage', () => {
+describe('SlidingWindowLimiter', () => {
   let clock: number;
-  let storage: SlidingWindowThrottlerStorage;
+  let limiter: SlidingWindowLimiter;
   const hit = (key = 'actor:a', limit = 3, blockDuration = MINUTE) =>
-    storage.increment(key, MINUTE, limit, blockDuration, 'actor');
+    limiter.hit(key, MINUTE, limit, blockDuration, 'actor');
 
   beforeEach(() => {
     clock = 1_000_000;
-    storage = new SlidingWindowThrottlerStorage(() => clock);
+    limiter = new SlidingWindowLimiter(() => clock);
   });
 
   it('allows the limit within a window and blocks the hit over it, with the time to wait', async () => {
@@ -24,10 +24,10 @@ describe('SlidingWindowThrottlerStorage', () => {
     expect(later.timeToBlockExpire).toBe(40);
   });
 
-  it('counts keys and throttlers apart', async () => {
+  it('counts keys and budgets apart', async () => {
     for (let i = 0; i < 3; i++) await hit('actor:a');
     expect((await hit('actor:b')).isBlocked).toBe(false);
-    expect((await storage.increment('actor:a', MINUTE, 3, MINUTE, 'project')).isBlocked).toBe(false);
+    expect((await limiter.hit('actor:a', MINUTE, 3, MINUTE, 'project')).isBlocked).toBe(false);
     expect((await hit('actor:a')).isBlocked).toBe(true);
   });
 
@@ -61,7 +61,7 @@ describe('SlidingWindowThrottlerStorage', () => {
     for (let i = 0; i < 4; i++) await hit('actor:blocked', 3, 10 * MINUTE);
     clock += 3 * MINUTE;
     await hit('actor:fresh');
-    expect(storage.size).toBe(2);
+    expect(limiter.size).toBe(2);
     expect((await hit('actor:blocked', 3, 10 * MINUTE)).isBlocked).toBe(true);
   });
 });
