@@ -80,7 +80,13 @@ if (typeof process.send === 'function') {
           answer({ usage: usage(), spaces: spaces() });
           return;
         case 'mem:window-start':
-          window = { started: Date.now(), cpu: process.cpuUsage(), peak: { rssMb: 0, heapUsedMb: 0, heapTotalMb: 0 }, samples: 0, gc: {} };
+          window = {
+            started: Date.now(),
+            cpu: process.cpuUsage(),
+            peak: { rssMb: 0, heapUsedMb: 0, heapTotalMb: 0 },
+            samples: 0,
+            gc: {},
+          };
           gcObserver.observe({ entryTypes: ['gc'] });
           window.timer = setInterval(sample, 100);
           sample();
@@ -93,7 +99,14 @@ if (typeof process.send === 'function') {
           const { peak, samples, gc, started, cpu } = window;
           window = null;
           const spent = process.cpuUsage(cpu);
-          answer({ peak, samples, gc, ms: Date.now() - started, cpuMs: (spent.user + spent.system) / 1000, end: usage() });
+          answer({
+            peak,
+            samples,
+            gc,
+            ms: Date.now() - started,
+            cpuMs: (spent.user + spent.system) / 1000,
+            end: usage(),
+          });
           return;
         }
         case 'mem:snapshot':

@@ -27,11 +27,19 @@ export class HostGuard implements CanActivate {
     private readonly metrics: HcpMetrics,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const req = context.switchToHttp().getRequest<HostRequest>();
-    const res = context.switchToHttp().getResponse<Response>();
     const policy = INTERNAL_ROUTE_POLICIES[routeKey(req.method, routePatternOf(req))];
+    // Synchronous for the tenants' routes, which pass here on every request.
     if (!policy || req.hostPrincipal) return true;
+    return this.verify(req, context.switchToHttp().getResponse<Response>(), policy);
+  }
+
+  private async verify(
+    req: HostRequest,
+    res: Response,
+    policy: (typeof INTERNAL_ROUTE_POLICIES)[string],
+  ): Promise<boolean> {
     if (policy.auth === 'bootstrap_token') {
       await this.counted(this.limits.enroll(req.ip ?? 'unknown', res));
       return true;

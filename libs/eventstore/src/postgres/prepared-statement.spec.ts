@@ -1,4 +1,4 @@
-import { prepared } from './prepared-statement';
+import { prepared, preparedName } from './prepared-statement';
 
 describe('prepared', () => {
   it('names one text the same way every time, whatever its values', () => {
@@ -7,6 +7,7 @@ describe('prepared', () => {
 
     expect(again.name).toBe(first.name);
     expect(again).toEqual({ name: first.name, text: 'SELECT * FROM "a".t WHERE id = $1', values: ['y'] });
+    expect(preparedName('SELECT * FROM "a".t WHERE id = $1')).toBe(first.name);
   });
 
   it('names two texts differently, so stores on two schemas can share one pool', () => {

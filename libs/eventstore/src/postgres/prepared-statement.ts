@@ -12,5 +12,10 @@ import type { QueryConfig } from 'pg';
  * costs no more than the custom ones it made.
  */
 export function prepared(text: string, values: unknown[]): QueryConfig {
-  return { name: `hcp_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`, text, values };
+  return { name: preparedName(text), text, values };
+}
+
+/** The name `prepared` gives `text`, for a caller that keeps it rather than hash the text per call. */
+export function preparedName(text: string): string {
+  return `hcp_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
 }
