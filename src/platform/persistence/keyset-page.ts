@@ -131,7 +131,7 @@ function keysetSql(
 }
 
 /**
- * A runner on `pool` answering every column as PostgreSQL's text, unparsed (for JSON built in SQL).
+ * A runner on `pool` answering every column as PostgreSQL's text, unparsed (for JSON text it holds).
  * Its statements are prepared: planning cost PostgreSQL more than running a VM's detail read (one
  * connection: 108 µs of PostgreSQL CPU unnamed, 47 µs prepared). The texts are few (one per
  * combination of a list's filters), so their names are kept rather than hashed per call.

@@ -3,7 +3,7 @@ import { MIGRATIONS } from '../../../src/platform/persistence/migrations';
 import { migrate } from '../../../src/platform/persistence/migrate';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../../support/test-database';
 import { presentVm } from '@hcp/projections';
-import type { VmState } from '@hcp/domain';
+import { requestedVm } from '../../../libs/domain/src/vm/vm-state.fixture';
 
 const TABLES = [
   'idempotency_keys',
@@ -96,26 +96,13 @@ describe('schema migrations', () => {
     try {
       await migrate(ds);
       await ds.undoLastMigration({ transaction: 'each' });
-      const state = {
-        id: '4b0c2d4e-9a51-4c1e-8f7e-0d3c5b8a6e21',
-        project_id: 'p1',
+      const state = requestedVm({
+        vm_id: '4b0c2d4e-9a51-4c1e-8f7e-0d3c5b8a6e21',
+        job_id: '7d7f9a0c-2b1e-4c3d-9e8f-1a2b3c4d5e6f',
         name: 'wéb "one"',
-        zone: 'z1',
-        image_id: 'img-1',
-        flavor_id: 'flv-1',
-        resources: { vcpus: 1, ram_mb: 512, disk_gb: 5 },
-        placement: { provider_id: 'prov-1', cluster_id: 'cl-1', image_ref: 'tpl' },
-        status: 'running',
-        desired_state: 'running',
-        addresses: [{ type: 'ipv4', address: '10.0.0.2', nic: 'net0' }],
         tags: { env: 'prod' },
         metadata: { line: 'one\ntwo' },
-        pending_job_id: null,
-        last_job_id: '7d7f9a0c-2b1e-4c3d-9e8f-1a2b3c4d5e6f',
-        last_error: null,
-        created_at: '2026-12-01T10:00:00.123Z',
-        updated_at: '2026-12-01T10:00:05.000Z',
-      } as unknown as VmState;
+      });
       await ds.query(
         `INSERT INTO vm_read_model (id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags,
                                     metadata, last_job_id, created_at, updated_at, state, position)
