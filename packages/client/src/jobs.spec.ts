@@ -156,8 +156,11 @@ describe('waitForJob', () => {
     }).catch((e: unknown) => e);
     expect(await pending).toBe(reason);
     const reads = server.requests.length;
-    await new Promise((r) => setTimeout(r, 100));
-    expect(server.requests.length).toBe(reads);
+    // A read already on the wire when the signal aborted may still reach the server after the wait has
+    // rejected (it did, on a loaded machine); none may start after. Polling on, the wait would read about
+    // every 20 ms.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(server.requests.length).toBeLessThanOrEqual(reads + 1);
   });
 
   it('rejects at once for a signal aborted before it starts', async () => {

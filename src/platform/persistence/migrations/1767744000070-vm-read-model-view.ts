@@ -22,6 +22,37 @@ export class VmReadModelView1767744000070 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE vm_read_model DROP COLUMN view`);
+    // Rebuilt rather than altered, so that the column's place is free again (DROP COLUMN keeps it, and
+    // `up` would then add the view one place further on).
+    await q.query(`
+      CREATE TABLE vm_read_model_down (
+        id uuid PRIMARY KEY,
+        project_id text NOT NULL,
+        name text NOT NULL,
+        zone text NOT NULL,
+        image_id text NOT NULL,
+        flavor_id text NOT NULL,
+        status text NOT NULL,
+        desired_state text NOT NULL,
+        addresses jsonb NOT NULL,
+        tags jsonb NOT NULL,
+        metadata jsonb NOT NULL,
+        last_job_id uuid NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        state jsonb NOT NULL,
+        position bigint NOT NULL
+      )`);
+    await q.query(`
+      INSERT INTO vm_read_model_down
+      SELECT id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags, metadata,
+             last_job_id, created_at, updated_at, state, position
+      FROM vm_read_model`);
+    await q.query(`DROP TABLE vm_read_model`);
+    await q.query(`ALTER TABLE vm_read_model_down RENAME TO vm_read_model`);
+    await q.query(`ALTER TABLE vm_read_model RENAME CONSTRAINT vm_read_model_down_pkey TO vm_read_model_pkey`);
+    await q.query(`CREATE INDEX vm_read_model_project_page ON vm_read_model (project_id, created_at DESC, id DESC)`);
+    await q.query(`CREATE INDEX vm_read_model_project_name ON vm_read_model (project_id, name)`);
+    await q.query(`CREATE INDEX vm_read_model_tags ON vm_read_model USING gin (tags jsonb_path_ops)`);
   }
 }
