@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { HttpReply as Response } from '../../http/edge/http-types';
-import { HcpError } from '@hcp/domain';
 import type { HcpConfig } from '../../config/hcp-config';
+import { refuseOverBudget } from '../../http/rate-limit/over-budget';
 import { SlidingWindowLimiter } from '../../http/rate-limit/sliding-window-limiter';
 import { HCP_CONFIG } from '../../platform/tokens';
 
@@ -27,8 +27,6 @@ export class InternalRateLimits {
 
   private async take(limit: 'host' | 'enroll', key: string, perMinute: number, res: Response): Promise<void> {
     const hit = this.limiter.hit(key, MINUTE_MS, perMinute, 0, `internal-${limit}`);
-    if (!hit.isBlocked) return;
-    res.header('Retry-After', String(Math.max(1, Math.ceil(hit.timeToBlockExpire))));
-    throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit });
+    if (hit.isBlocked) refuseOverBudget(res, hit, limit);
   }
 }

@@ -1,10 +1,10 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { HttpReply as Response, HttpRequest as Request } from '../edge/http-types';
-import { HcpError } from '@hcp/domain';
 import type { Principal } from '@hcp/auth';
 import type { HcpConfig } from '../../config/hcp-config';
 import { HCP_CONFIG } from '../../platform/tokens';
-import { SlidingWindowLimiter, WindowHit } from './sliding-window-limiter';
+import { refuseOverBudget } from './over-budget';
+import { SlidingWindowLimiter } from './sliding-window-limiter';
 
 type LimitedRequest = Request & { user?: Principal };
 
@@ -46,11 +46,8 @@ export class RateLimitGuard implements CanActivate {
   private take(budget: Budget, key: string, res: Response): void {
     const limit = this.limits[budget];
     // Blocked for a whole window once over, as the library's default block duration (its ttl) did.
-    const hit: WindowHit = this.limiter.hit(key, MINUTE_MS, limit, MINUTE_MS, budget);
-    if (hit.isBlocked) {
-      res.header('Retry-After', String(Math.max(1, hit.timeToBlockExpire)));
-      throw new HcpError('RATE_LIMITED', 'too many requests; retry after the time in Retry-After', { limit: budget });
-    }
+    const hit = this.limiter.hit(key, MINUTE_MS, limit, MINUTE_MS, budget);
+    if (hit.isBlocked) refuseOverBudget(res, hit, budget);
     res.header(`X-RateLimit-Limit-${budget}`, String(limit));
     res.header(`X-RateLimit-Remaining-${budget}`, String(Math.max(0, limit - hit.totalHits)));
     res.header(`X-RateLimit-Reset-${budget}`, String(hit.timeToExpire));
