@@ -8,7 +8,16 @@ import { DataSource } from 'typeorm';
  *
  * A table analyzed while empty (every fresh database) has no statistics and no pages, and one whose rows
  * were all deleted has `reltuples = 0`: neither is named, so a start after the first finds nothing.
+ *
+ * Nor is a table under a megabyte, where a whole scan is cheap anyway. Analyzed, a table of a few rows
+ * (the events of a catalog set up before the first start) tells the planner it is that small, and a
+ * prepared statement's generic plan made then reads it whole, however far it grows, until autovacuum
+ * analyzes it again: a subscription's page read took 18 ms instead of 0.4 at 60,000 events
+ * (bench/README.md, "the fifteenth session"). Without statistics the planner assumes a table of at least
+ * ten pages, and its plans use the keys.
  */
+const MIN_ANALYZED_BYTES = 1024 * 1024;
+
 const TABLES_WITHOUT_STATISTICS = `
   SELECT format('%I.%I', n.nspname, c.relname) AS name
   FROM pg_class c
@@ -18,7 +27,7 @@ const TABLES_WITHOUT_STATISTICS = `
     AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
     AND pg_has_role(c.relowner, 'USAGE')
     AND c.reltuples <> 0
-    AND pg_relation_size(c.oid) > 0
+    AND pg_relation_size(c.oid) >= ${MIN_ANALYZED_BYTES}
     AND NOT EXISTS (SELECT 1 FROM pg_stats s WHERE s.schemaname = n.nspname AND s.tablename = c.relname)
   ORDER BY 1`;
 
