@@ -10,11 +10,11 @@ import { DataSource } from 'typeorm';
  * were all deleted has `reltuples = 0`: neither is named, so a start after the first finds nothing.
  *
  * Nor is a table under a megabyte, where a whole scan is cheap anyway. Analyzed, a table of a few rows
- * (the events of a catalog set up before the first start) tells the planner it is that small, and a
- * prepared statement's generic plan made then reads it whole, however far it grows, until autovacuum
- * analyzes it again: a subscription's page read took 18 ms instead of 0.4 at 60,000 events
- * (bench/README.md, "the fifteenth session"). Without statistics the planner assumes a table of at least
- * ten pages, and its plans use the keys.
+ * (the nine events of the catalog `npm start` seeds before its API processes start and migrate) tells
+ * the planner it is that small, and a prepared statement's generic plan made then reads it whole,
+ * however far it grows, until autovacuum analyzes it again: a subscription's page read took 18 ms
+ * instead of 0.4 at 60,000 events (bench/README.md, "the fifteenth session"). Without statistics the
+ * planner assumes a table of at least ten pages, and its plans use the keys.
  */
 const MIN_ANALYZED_BYTES = 1024 * 1024;
 

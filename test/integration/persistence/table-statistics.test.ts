@@ -71,7 +71,7 @@ describe('table statistics at start', () => {
   it('leaves a table of a few rows without statistics, so a plan made while it is small reads by the key', async () => {
     const { ds } = database;
     await ds.query(`ALTER TABLE hcp_events SET (autovacuum_enabled = false)`);
-    // The events of a catalog set up before HCP's first start.
+    // The catalog the embedded default seeds before its API processes start (and analyze at start).
     await ds.query(
       `INSERT INTO hcp_events (stream_id, revision, event_id, type, data)
        SELECT 'zone-' || i, 0, gen_random_uuid(), 'ZoneRegistered', '{}' FROM generate_series(1, 9) i`,
