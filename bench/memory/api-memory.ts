@@ -12,6 +12,7 @@ import { runLoad, LoadResult } from '../lib/load';
 import { ManagedProcess, ROOT, RssSampler } from '../lib/proc';
 import { seedVmReadModel } from '../lib/seed';
 import { log, round, sleep } from '../lib/util';
+import { summarizeAllocations } from './allocation-summary';
 import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
 
 /*
@@ -23,11 +24,14 @@ import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
  * time during a detail-read load and a list load (10 connections, 10 s each, after a 3 s warm-up), with
  * reads/s and the process's CPU per read; the post-GC heap after the loads. With --snapshot, a fresh process (so the snapshot's own
  * allocations cannot touch the load figures) writes a heap snapshot at idle after a major GC, and
- * heap-summary.ts explains it.
+ * heap-summary.ts explains it. With --allocations, each load window runs V8's sampling heap profiler (garbage
+ * included; its own cost makes that window's rate and CPU figures not comparable with a run without it),
+ * and allocation-summary.ts reports the bytes a read allocates and where.
  *
  * Options: --no-build (reuse bench/.build), --flags=<comma-separated V8 flags> (instead of API_NODE_FLAGS;
- * `--flags=` for none), --vms=100000, --seconds=10, --warmup=3, --snapshot, --label=<name>.
- * Writes bench/results/memory-<timestamp>-<label>.json; snapshots go under bench/results/profiles/memory/.
+ * `--flags=` for none), --vms=100000, --seconds=10, --warmup=3, --snapshot, --allocations, --label=<name>.
+ * Writes bench/results/memory-<timestamp>-<label>.json; snapshots and allocation profiles go under
+ * bench/results/profiles/memory/.
  */
 
 interface Options {
@@ -37,6 +41,7 @@ interface Options {
   seconds: number;
   warmup: number;
   snapshot: boolean;
+  allocations: boolean;
   label: string;
 }
 
@@ -50,11 +55,13 @@ function options(argv: string[]): Options {
     seconds: Number(value('seconds') ?? 10),
     warmup: Number(value('warmup') ?? 3),
     snapshot: argv.includes('--snapshot'),
+    allocations: argv.includes('--allocations'),
     label: value('label') ?? 'run',
   };
 }
 
 const HOOK = path.join(ROOT, 'bench', 'memory', 'memory-hook.js');
+const PROFILES = path.join(ROOT, 'bench', 'results', 'profiles', 'memory');
 
 interface Usage {
   rssMb: number;
@@ -224,7 +231,13 @@ async function main(): Promise<void> {
       await runLoad({ ...spec, durationS: opts.warmup });
       api.rss.beginWindow();
       await api.ask('window-start');
+      if (opts.allocations) await api.ask('alloc-start');
       const load: LoadResult = await runLoad(spec);
+      const allocations = opts.allocations ? path.join(PROFILES, `${opts.label}-${kind}.heapprofile`) : undefined;
+      if (allocations) {
+        mkdirSync(PROFILES, { recursive: true });
+        await api.ask('alloc-stop', { file: allocations });
+      }
       const w = await api.ask<WindowFigures>('window-stop');
       const peakRss = api.rss.peakMb();
       const after = await api.memory(true);
@@ -242,6 +255,7 @@ async function main(): Promise<void> {
         gc: Object.fromEntries(Object.entries(w.gc).map(([k, g]) => [k, { count: g.count, ms: round(g.ms) }])),
         gcShareOfWindow: round(Object.values(w.gc).reduce((s, g) => s + g.ms, 0) / w.ms, 3),
         afterGc: r(after.usage),
+        ...(allocations ? { allocations: summarizeAllocations(allocations, load.ok) } : {}),
       };
       result[kind] = figures;
       log(`${kind}: ${JSON.stringify(figures)}`);
@@ -251,9 +265,8 @@ async function main(): Promise<void> {
       await api.stop();
       api = await ApiProcess.start(db.url, opts.flags);
       await sleep(2000);
-      const dir = path.join(ROOT, 'bench', 'results', 'profiles', 'memory');
-      mkdirSync(dir, { recursive: true });
-      const file = path.join(dir, `${opts.label}-idle.heapsnapshot`);
+      mkdirSync(PROFILES, { recursive: true });
+      const file = path.join(PROFILES, `${opts.label}-idle.heapsnapshot`);
       const snap = await api.ask<{ usage: Usage; file: string }>('snapshot', { file });
       log(`heap snapshot at idle (heap used ${snap.usage.heapUsedMb.toFixed(1)} MB after a major GC): ${file}`);
       await api.stop();

@@ -6,11 +6,15 @@
 //   {cmd: 'window-start'}           -> samples process.memoryUsage() every 100 ms, counts GC time by kind
 //   {cmd: 'window-stop'}            -> the window's peaks, GC figures and the process's CPU time (ms)
 //   {cmd: 'snapshot', file}         -> a forced major GC, then v8.writeHeapSnapshot(file)
+//   {cmd: 'alloc-start'}            -> V8's sampling heap profiler, counting garbage too (every allocation site)
+//   {cmd: 'alloc-stop', file}       -> stops it and writes the profile (.heapprofile, as DevTools reads it)
 // Each answer echoes the request's `id`. The forced GC is V8's own full collection, reached without
 // --expose-gc on the command line (which would make `gc` a global of HCP's context).
 const v8 = require('node:v8');
 const vm = require('node:vm');
 const { PerformanceObserver, constants } = require('node:perf_hooks');
+const inspector = require('node:inspector');
+const { writeFileSync } = require('node:fs');
 
 if (typeof process.send === 'function') {
   v8.setFlagsFromString('--expose-gc');
@@ -50,6 +54,7 @@ if (typeof process.send === 'function') {
     [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
   };
   let window = null;
+  let profiler = null;
   const gcObserver = new PerformanceObserver((list) => {
     if (!window) return;
     for (const entry of list.getEntries()) {
@@ -112,6 +117,25 @@ if (typeof process.send === 'function') {
         case 'mem:snapshot':
           fullGc();
           answer({ usage: usage(), file: v8.writeHeapSnapshot(msg.file) });
+          return;
+        case 'mem:alloc-start':
+          profiler = new inspector.Session();
+          profiler.connect();
+          // Objects collected by either GC stay in the profile: garbage is what a read's cost is made of.
+          profiler.post(
+            'HeapProfiler.startSampling',
+            { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true },
+            (err) => answer(err ? { error: String(err) } : { ok: true }),
+          );
+          return;
+        case 'mem:alloc-stop':
+          profiler.post('HeapProfiler.stopSampling', (err, result) => {
+            profiler.disconnect();
+            profiler = null;
+            if (err) return answer({ error: String(err) });
+            writeFileSync(msg.file, JSON.stringify(result.profile));
+            answer({ file: msg.file });
+          });
           return;
         default:
           answer({ error: `unknown command ${msg.cmd}` });
