@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { packageOf } from './heap-summary';
 
 /*
@@ -55,10 +56,12 @@ export function summarizeAllocations(file: string, reads?: number, top = 30): Al
   };
 }
 
-if (require.main === module) {
+if (process.argv[1] && path.resolve(process.argv[1]) === __filename) {
   const [file, reads] = process.argv.slice(2);
   if (!file) {
-    process.stderr.write('usage: allocation-summary.ts <file.heapprofile> [reads]\n');
+    process.stderr.write(
+      'usage: node scripts/ts-run.js bench/memory/allocation-summary.ts <file.heapprofile> [reads]\n',
+    );
     process.exit(2);
   }
   process.stdout.write(`${JSON.stringify(summarizeAllocations(file, reads ? Number(reads) : undefined), null, 1)}\n`);
