@@ -151,8 +151,11 @@ export interface EventStore {
    * appendMany would, with no append to `streamId` by any writer of the store between the read and the
    * commit (PostgreSQL holds the stream's lock from before the read). So a hot stream's writers queue
    * instead of deciding on a state that is gone by the time they append, failing and deciding again.
-   * `decide` runs once; null or no appends writes nothing and answers []. Another stream of the writes
-   * that a concurrent writer holds at that moment fails the call with StreamBusyError, nothing written.
+   * `decide` runs on each read of the stream: once, unless the store reads again because its first
+   * transaction could not commit the writes as decided (PostgreSQL's guarded commit refused: another
+   * stream of the writes busy or not where they expect it); only the last answer's writes are committed.
+   * Null or no appends writes nothing and answers []. Another stream of the writes that a concurrent
+   * writer holds at that moment fails the call with StreamBusyError, nothing written.
    * A store without it leaves the caller to read, decide and appendMany (optimistic concurrency).
    */
   appendDecided?(streamId: string, fromRevision: bigint, decide: StreamDecision): Promise<AppendResult[]>;

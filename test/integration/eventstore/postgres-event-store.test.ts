@@ -489,6 +489,77 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
+  /** Counts the round trips (client.query calls) of the store's checked-out connections while `run` runs. */
+  async function roundTrips(run: () => Promise<unknown>): Promise<number> {
+    const connect = fixture.pool.connect.bind(fixture.pool) as (callback?: unknown) => Promise<PoolClient>;
+    let trips = 0;
+    const spy = jest.spyOn(fixture.pool, 'connect').mockImplementation(((callback?: unknown) => {
+      if (callback) return connect(callback);
+      return connect().then((client) => {
+        const query = client.query.bind(client) as (text: string) => Promise<unknown>;
+        const counted = (text: unknown) => {
+          trips += 1;
+          return query(text as string);
+        };
+        return Object.assign(Object.create(client) as PoolClient, { query: counted });
+      });
+    }) as never);
+    try {
+      await run();
+      return trips;
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it('commits new events where their streams are expected in one round trip, and a decision in two', async () => {
+    const prefix = uniquePrefix();
+    await fixture.store.append(`${prefix}quota`, [newEvent()], 'no_stream');
+
+    const appendTrips = await roundTrips(() =>
+      fixture.store.appendMany([
+        { streamId: `${prefix}vm`, events: newEvents(2), expected: 'no_stream' },
+        { streamId: `${prefix}job`, events: [newEvent()], expected: 'no_stream' },
+      ]),
+    );
+    const decidedTrips = await roundTrips(() =>
+      fixture.store.appendDecided(`${prefix}quota`, 1n, (recorded) => ({
+        appends: [
+          { streamId: `${prefix}quota`, events: [newEvent()], expected: recorded.at(-1)?.revision ?? 0n },
+          { streamId: `${prefix}vm`, events: [newEvent()], expected: 1n },
+        ],
+      })),
+    );
+
+    expect([appendTrips, decidedTrips]).toEqual([1, 2]);
+    expect((await fixture.store.readStream(`${prefix}vm`)).map((e) => e.revision)).toEqual([0n, 1n, 2n]);
+    expect((await fixture.store.readStream(`${prefix}quota`)).map((e) => e.revision)).toEqual([0n, 1n]);
+  });
+
+  it('answers a retry, a stale expectation and an id stored elsewhere exactly after its guard refuses them', async () => {
+    const prefix = uniquePrefix();
+    const events = newEvents(2);
+    const original = await fixture.store.append(`${prefix}a`, events, 'no_stream');
+    const elsewhere = newEvent();
+    await fixture.store.append(`${prefix}b`, [elsewhere], 'no_stream');
+
+    let retried: unknown;
+    // Three round trips: the refused guarded script, the rollback, then the planned state read, which
+    // recognises the retry and writes nothing.
+    const trips = await roundTrips(async () => {
+      retried = await fixture.store.append(`${prefix}a`, events, 'no_stream');
+    });
+    const stale = fixture.store.append(`${prefix}a`, [newEvent()], 0n);
+    const stolen = fixture.store.append(`${prefix}c`, [elsewhere], 'no_stream');
+
+    expect(retried).toEqual(original);
+    expect(trips).toBeGreaterThan(1);
+    await expect(stale).rejects.toMatchObject({ streamId: `${prefix}a`, actual: 1n });
+    await expect(stolen).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+    expect(await fixture.store.readStream(`${prefix}a`)).toHaveLength(2);
+    expect(await fixture.store.readStream(`${prefix}c`)).toEqual([]);
+  });
+
   it('fails an appendDecided whose other stream another writer holds, instead of waiting on it, and writes nothing', async () => {
     const prefix = uniquePrefix();
     const [quota, vm] = [`${prefix}quota`, `${prefix}vm`];

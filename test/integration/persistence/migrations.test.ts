@@ -1,6 +1,8 @@
 import { createDataSource, schemaStatus } from '../../../src/platform/persistence/data-source';
 import { MIGRATIONS } from '../../../src/platform/persistence/migrations';
 import { migrate } from '../../../src/platform/persistence/migrate';
+import { migrateDown } from '../../../src/platform/persistence/schema-changes';
+import { CODE_MIGRATIONS } from '../../../src/platform/persistence/schema-versions';
 import { createTestDatabase, queryDatabase, TestDatabase } from '../../support/test-database';
 import { presentVm } from '@hcp/projections';
 import { requestedVm } from '../../../libs/domain/src/vm/vm-state.fixture';
@@ -95,7 +97,9 @@ describe('schema migrations', () => {
     await ds.initialize();
     try {
       await migrate(ds);
-      await ds.undoLastMigration({ transaction: 'each' });
+      // Back to the schema just before the view column, whatever came after it.
+      const viewAdded = CODE_MIGRATIONS.findIndex((m) => m.name === 'VmReadModelView1767744000070');
+      expect(await migrateDown(ds, CODE_MIGRATIONS[viewAdded - 1]!.version)).toMatchObject({ ok: true });
       const state = requestedVm({
         vm_id: '4b0c2d4e-9a51-4c1e-8f7e-0d3c5b8a6e21',
         job_id: '7d7f9a0c-2b1e-4c3d-9e8f-1a2b3c4d5e6f',

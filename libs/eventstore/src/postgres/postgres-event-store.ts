@@ -25,7 +25,7 @@ import { assertStreamReads } from '../stream-reads';
 import { sqlLiteral } from './sql-literal';
 import { CommitNotifier } from './commit-notifier';
 import { NotificationListener } from './notification-listener';
-import { eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
+import { APPEND_GUARD_REFUSED, eventStoreNames, type EventStoreNames } from './postgres-event-store.schema';
 import { CoalescedPageReads } from './coalesced-page-reads';
 import { CoalescedStreamReads } from './coalesced-stream-reads';
 import { CoalescedAppends } from './coalesced-appends';
@@ -35,8 +35,11 @@ import { prepared } from './prepared-statement';
 import { PostgresSubscription, type SubscriptionPage } from './postgres-subscription';
 
 export {
+  dropPostgresEventStoreAppendGuard,
   dropPostgresEventStoreSchema,
+  installPostgresEventStoreAppendGuard,
   installPostgresEventStoreSchema,
+  installPostgresEventStoreTable,
   type SqlRunner,
 } from './postgres-event-store.schema';
 
@@ -157,8 +160,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * One transaction for every stream (and the caller's SQL writes), in two round trips whatever the number
-   * of streams: the stream locks and the state read, then the insert, the writes and the commit. Calls
+   * One transaction for every stream (and the caller's SQL writes), in one round trip whatever the number
+   * of streams (two when its guard refuses: guardedAppend). Calls
    * without SQL writes asked at about the same time share that transaction (CoalescedAppends), each
    * still committed whole or refused alone. A call with SQL writes commits alone: its writes may wait on
    * a row its caller holds in a transaction of its own, and no other call must wait with them.
@@ -169,10 +172,12 @@ export class PostgresEventStore implements EventStore {
     if (appends.length === 0) return [];
     const sqlWrites = options.sqlWrites ?? [];
     if (sqlWrites.length === 0) return this.coalescedAppends.append(appends);
-    return this.inAppendTransaction(
-      async (client, allocation) =>
-        onlyResult(await this.appendInTransaction(client, allocation, [appends], sqlWrites)),
-      () => appends,
+    return guardedFirst((guarded) =>
+      this.inAppendTransaction(
+        async (client, allocation) =>
+          onlyResult(await this.appendInTransaction(client, allocation, [appends], sqlWrites, { guarded })),
+        () => appends,
+      ),
     );
   }
 
@@ -184,9 +189,11 @@ export class PostgresEventStore implements EventStore {
    */
   private async appendCalls(calls: StreamAppend[][]): Promise<Array<PromiseSettledResult<AppendResult[]>>> {
     const together = (group: StreamAppend[][]) =>
-      this.inAppendTransaction(
-        (client, allocation) => this.appendInTransaction(client, allocation, group, []),
-        () => group.flat(),
+      guardedFirst((guarded) =>
+        this.inAppendTransaction(
+          (client, allocation) => this.appendInTransaction(client, allocation, group, [], { guarded }),
+          () => group.flat(),
+        ),
       );
     if (calls.length > 1) {
       try {
@@ -206,12 +213,22 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Three round trips: the stream's lock and its events; the other streams' locks (tried: one held
-   * elsewhere fails the call rather than wait while this one holds a lock) and state read; the insert,
-   * the writes and the commit.
+   * Two round trips: the stream's lock and its events; the other streams' locks (tried: one held
+   * elsewhere fails the call rather than wait while this one holds a lock) under the guard, the insert,
+   * the writes and the commit. When the guard refuses, the whole transaction runs again without it, in
+   * three round trips, and `decide` is asked again on what that one reads.
    */
   async appendDecided(streamId: string, fromRevision: bigint, decide: StreamDecision): Promise<AppendResult[]> {
     assertStreamId(streamId);
+    return guardedFirst((guarded) => this.decidedTransaction(streamId, fromRevision, decide, guarded));
+  }
+
+  private decidedTransaction(
+    streamId: string,
+    fromRevision: bigint,
+    decide: StreamDecision,
+    guarded: boolean,
+  ): Promise<AppendResult[]> {
     let decided: DecidedWrites | null = null;
     return this.inAppendTransaction(
       async (client, allocation) => {
@@ -231,7 +248,10 @@ export class PostgresEventStore implements EventStore {
           return [];
         }
         return onlyResult(
-          await this.appendInTransaction(client, allocation, [appends], decided!.sqlWrites ?? [], streamId),
+          await this.appendInTransaction(client, allocation, [appends], decided!.sqlWrites ?? [], {
+            held: streamId,
+            guarded,
+          }),
         );
       },
       () => decided?.appends ?? [],
@@ -383,17 +403,23 @@ export class PostgresEventStore implements EventStore {
 
   /**
    * Appends the calls in the transaction `client` runs (begun here, or by appendDecided holding `held`):
-   * one settled result per call. Each call is planned on its own, so a call whose expectation fails is
-   * refused alone and the others commit; when every call is refused or has nothing new, it rolls back.
+   * one settled result per call. Planned (`guarded` false), each call is planned on the streams' state
+   * read first, so a call whose expectation fails is refused alone and the others commit; when every call
+   * is refused or has nothing new, it rolls back. Guarded, there is no read: guardedAppend's guard checks
+   * in the script that inserts, which is then the transaction's only round trip.
    */
   private async appendInTransaction(
     client: PoolClient,
     allocation: { locked: boolean },
     calls: StreamAppend[][],
     sqlWrites: SqlWrite[],
-    /** The stream whose lock this transaction (begun already) holds: appendDecided's. */
-    held?: string,
+    options: {
+      /** The stream whose lock this transaction (begun already) holds: appendDecided's. */
+      held?: string;
+      guarded: boolean;
+    },
   ): Promise<Array<PromiseSettledResult<AppendResult[]>>> {
+    const { held } = options;
     const { table, streamLockKey, allocationLockKey } = this.names;
     const appends = calls.flat();
     // Every writer takes its stream locks in one global order (sorted keys), so writers to overlapping
@@ -402,44 +428,39 @@ export class PostgresEventStore implements EventStore {
     const others = appends.filter((a) => a.streamId !== held);
     const lockKeys = others.map((a) => streamLockKey(a.streamId)).sort();
     const lock = held ? 'pg_try_advisory_xact_lock' : 'pg_advisory_xact_lock';
-    // Each script is one round trip; every statement in it still gets its own snapshot (READ COMMITTED),
-    // so the state read sees whatever the previous holder of a stream lock committed.
-    const results = await runScript(client, [
-      ...(held ? [] : ['BEGIN']),
-      // Appenders to one stream take turns, so the revisions read below are still true at INSERT time.
-      ...(lockKeys.length > 0 ? [streamLocksSql(lock, lockKeys)] : []),
-      streamsStateSql(table, appends),
-    ]);
-    if (held && lockKeys.length > 0) {
-      const busy = results.at(-2)!.rows.findIndex((r: { locked: boolean }) => r.locked === false);
-      if (busy >= 0)
-        throw new StreamBusyError(others.find((a) => streamLockKey(a.streamId) === lockKeys[busy])!.streamId);
-    }
-    const state = results.at(-1)!.rows[0] as StreamsState;
-    if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
+    const guarded = options.guarded ? guardedAppend(this.names.appendGuard, lock, lockKeys, calls) : null;
 
-    let first = 0;
-    const plans = calls.map((call) => {
-      const streams = state.streams.slice(first, first + call.length);
-      first += call.length;
-      return planCall(call, streams, state.existing);
-    });
-    const inserts = calls.flatMap((call, c) => {
-      const plan = plans[c]!;
-      if (plan.status === 'rejected') return [];
-      return call.flatMap((append, i) => {
-        const outcome = plan.value[i]!;
-        if (!('firstRevision' in outcome)) return [];
-        return append.events.map((e, n) => ({
-          stream: append.streamId,
-          revision: (outcome.firstRevision + BigInt(n)).toString(),
-          id: e.id,
-          type: e.type,
-          data: e.data,
-          metadata: e.metadata ?? {},
-        }));
+    let opening: string[];
+    let plans: Array<PromiseSettledResult<Planned[]>>;
+    if (guarded !== null) {
+      opening = [...(held ? [] : ['BEGIN']), guarded.guard];
+      plans = guarded.plans;
+    } else {
+      opening = [];
+      // Each script is one round trip; every statement in it still gets its own snapshot (READ COMMITTED),
+      // so the state read sees whatever the previous holder of a stream lock committed.
+      const results = await runScript(client, [
+        ...(held ? [] : ['BEGIN']),
+        // Appenders to one stream take turns, so the revisions read below are still true at INSERT time.
+        ...(lockKeys.length > 0 ? [streamLocksSql(lock, lockKeys)] : []),
+        streamsStateSql(table, appends),
+      ]);
+      if (held && lockKeys.length > 0) {
+        const busy = results.at(-2)!.rows.findIndex((r: { locked: boolean }) => r.locked === false);
+        if (busy >= 0)
+          throw new StreamBusyError(others.find((a) => streamLockKey(a.streamId) === lockKeys[busy])!.streamId);
+      }
+      const state = results.at(-1)!.rows[0] as StreamsState;
+      if (!state.fresh) throw new Error('append transaction was assigned a transaction id before allocation');
+      let first = 0;
+      plans = calls.map((call) => {
+        const streams = state.streams.slice(first, first + call.length);
+        first += call.length;
+        return planCall(call, streams, state.existing);
       });
-    });
+    }
+
+    const inserts = insertsOf(calls, plans);
     if (inserts.length === 0) {
       // Nothing new: retries of committed appends (whose SQL writes committed with them), empty appends,
       // or calls refused.
@@ -450,30 +471,44 @@ export class PostgresEventStore implements EventStore {
     const allocationLock = `hashtextextended(${sqlLiteral(allocationLockKey)}, 0)`;
     // Set before sending: if the script fails anywhere, abort() must assume the lock may be held.
     allocation.locked = true;
-    const [, appendedResult] = await runScript(client, [
-      `SELECT pg_advisory_lock(${allocationLock})`,
-      // The unlock sits after the aggregate over every inserted row, so it runs once the INSERT is done,
-      // and before COMMIT: the critical section never waits for a WAL flush.
-      `WITH appended AS (
-         INSERT INTO ${table} (stream_id, revision, event_id, type, data, metadata)
-         SELECT e.event->>'stream', (e.event->>'revision')::bigint, (e.event->>'id')::uuid,
-                e.event->>'type', e.event->'data', e.event->'metadata'
-         FROM jsonb_array_elements(${sqlLiteral(JSON.stringify(inserts))}::jsonb) WITH ORDINALITY AS e(event, ord)
-         ORDER BY e.ord
-         RETURNING stream_id, position, revision
-       ), per_stream AS (
-         SELECT stream_id, max(position) AS position, max(revision) AS revision FROM appended GROUP BY stream_id
-       )
-       SELECT json_object_agg(stream_id, json_build_object('position', position::text, 'revision', revision::text))
-                AS streams,
-              pg_advisory_unlock(${allocationLock}) AS unlocked
-       FROM per_stream`,
-      // The caller's writes come after the allocation: their transaction id is assigned by then.
-      ...combinedSqlWrites(sqlWrites).map(inlined),
-      'COMMIT',
-    ]);
+    let results: QueryResult[];
+    try {
+      results = await runScript(client, [
+        ...opening,
+        `SELECT pg_advisory_lock(${allocationLock})`,
+        // The unlock sits after the aggregate over every inserted row, so it runs once the INSERT is done,
+        // and before COMMIT: the critical section never waits for a WAL flush.
+        `WITH appended AS (
+           INSERT INTO ${table} (stream_id, revision, event_id, type, data, metadata)
+           SELECT e.event->>'stream', (e.event->>'revision')::bigint, (e.event->>'id')::uuid,
+                  e.event->>'type', e.event->'data', e.event->'metadata'
+           FROM jsonb_array_elements(${sqlLiteral(JSON.stringify(inserts))}::jsonb) WITH ORDINALITY AS e(event, ord)
+           ORDER BY e.ord
+           RETURNING stream_id, position, revision
+         ), per_stream AS (
+           SELECT stream_id, max(position) AS position, max(revision) AS revision FROM appended GROUP BY stream_id
+         )
+         SELECT json_object_agg(stream_id, json_build_object('position', position::text, 'revision', revision::text))
+                  AS streams,
+                pg_advisory_unlock(${allocationLock}) AS unlocked
+         FROM per_stream`,
+        // The caller's writes come after the allocation: their transaction id is assigned by then.
+        ...combinedSqlWrites(sqlWrites).map(inlined),
+        'COMMIT',
+      ]);
+    } catch (err) {
+      if (guarded !== null && isGuardRefusal(err)) {
+        // The guard runs before the allocation lock is asked for: the script stopped there.
+        allocation.locked = false;
+        throw new GuardRefused();
+      }
+      throw err;
+    }
     allocation.locked = false;
-    const written = appendedResult!.rows[0].streams as Record<string, { position: string; revision: string }>;
+    const written = results[opening.length + 1]!.rows[0].streams as Record<
+      string,
+      { position: string; revision: string }
+    >;
     for (const { streamId } of appends) if (written[streamId]) this.notifier.committed(streamId);
     for (const { notifies } of sqlWrites) if (notifies) this.notifier.wake(notifies);
     return plans.map((plan, c) => resultOf(calls[c]!, plan, written));
@@ -588,6 +623,68 @@ function streamLocksSql(lock: 'pg_advisory_xact_lock' | 'pg_try_advisory_xact_lo
           ORDER BY k.ord`;
 }
 
+/** The guard refused an append transaction (guardedAppend): nothing was written, run it again planned. */
+class GuardRefused extends Error {
+  constructor() {
+    super('the append guard refused; the append runs again planned');
+    this.name = 'GuardRefused';
+  }
+}
+
+function isGuardRefusal(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === APPEND_GUARD_REFUSED;
+}
+
+/** Runs an append transaction guarded and, when its guard refuses, once more planned. */
+async function guardedFirst<T>(transaction: (guarded: boolean) => Promise<T>): Promise<T> {
+  try {
+    return await transaction(true);
+  } catch (err) {
+    if (!(err instanceof GuardRefused)) throw err;
+    return transaction(false);
+  }
+}
+
+/**
+ * The guard that lets an append skip the round trip of its state read, and the plans it lets the append
+ * assume. Almost every append of HCP is new events where their stream's writer expects them, so the read
+ * would only confirm what the appends already say. The guard goes in the inserting script, ahead of the
+ * allocation lock: the schema's guard function (installPostgresEventStoreAppendGuard) takes the stream
+ * locks and checks what the planned path's read would. When it refuses, the script ends before it writes,
+ * and the transaction runs again planned, which tells a retry, a refusal and a busy stream apart exactly.
+ *
+ * Null for appends that need the read: an expectation of 'any', or an append without events (answered
+ * with its stream's position).
+ */
+function guardedAppend(
+  appendGuard: string,
+  lock: 'pg_advisory_xact_lock' | 'pg_try_advisory_xact_lock',
+  lockKeys: string[],
+  calls: StreamAppend[][],
+): { guard: string; plans: Array<PromiseSettledResult<Planned[]>> } | null {
+  const appends = calls.flat();
+  if (appends.some((a) => a.events.length === 0)) return null;
+  const expected: bigint[] = [];
+  for (const append of appends) {
+    if (append.expected === 'any') return null;
+    expected.push(append.expected === 'no_stream' ? -1n : append.expected);
+  }
+  let first = 0;
+  const plans = calls.map((call): PromiseSettledResult<Planned[]> => {
+    const planned = expected.slice(first, first + call.length).map((revision) => ({ firstRevision: revision + 1n }));
+    first += call.length;
+    return { status: 'fulfilled', value: planned };
+  });
+  const texts = (values: string[]) => `ARRAY[${values.map(sqlLiteral).join(', ')}]`;
+  const guard = `SELECT ${appendGuard}(
+    ${texts(appends.map((a) => a.streamId))}::text[],
+    ARRAY[${expected.join(', ')}]::bigint[],
+    ${texts(appends.flatMap((a) => a.events.map((e) => e.id)))}::uuid[],
+    ${texts(lockKeys)}::text[],
+    ${lock === 'pg_try_advisory_xact_lock'})`;
+  return { guard, plans };
+}
+
 /** Ids are validated UUIDs and every string goes through sqlLiteral, so the script needs no parameters. */
 function streamsStateSql(table: string, appends: StreamAppend[]): string {
   const allIds = appends.flatMap((a) => a.events.map((e) => sqlLiteral(e.id)));
@@ -629,6 +726,26 @@ function planAppend(
     };
   }
   return { firstRevision: actual === 'no_stream' ? 0n : actual + 1n };
+}
+
+/** The rows the planned calls insert, in the calls' order. */
+function insertsOf(calls: StreamAppend[][], plans: Array<PromiseSettledResult<Planned[]>>) {
+  return calls.flatMap((call, c) => {
+    const plan = plans[c]!;
+    if (plan.status === 'rejected') return [];
+    return call.flatMap((append, i) => {
+      const outcome = plan.value[i]!;
+      if (!('firstRevision' in outcome)) return [];
+      return append.events.map((e, n) => ({
+        stream: append.streamId,
+        revision: (outcome.firstRevision + BigInt(n)).toString(),
+        id: e.id,
+        type: e.type,
+        data: e.data,
+        metadata: e.metadata ?? {},
+      }));
+    });
+  });
 }
 
 /** A call's plan: every stream of it planned, or the call refused as a whole (its expectation failed). */

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { dropPostgresEventStoreSchema, installPostgresEventStoreSchema } from '@hcp/eventstore';
+import { dropPostgresEventStoreSchema, installPostgresEventStoreTable } from '@hcp/eventstore';
 import { dropSimulatorSchema, installSimulatorSchema } from '@hcp/providers';
 
 /**
@@ -10,7 +10,7 @@ export class InitialSchema1767225600000 implements MigrationInterface {
   name = 'InitialSchema1767225600000';
 
   async up(q: QueryRunner): Promise<void> {
-    await installPostgresEventStoreSchema(q);
+    await installPostgresEventStoreTable(q);
     await installSimulatorSchema(q);
     await q.query(`
       CREATE TABLE job_queue (

@@ -13,6 +13,7 @@ import { ProjectionCheckpointMove1767744000050 } from './1767744000050-projectio
 import { ProjectionCheckpointAfterWrites1767744000051 } from './1767744000051-projection-checkpoint-after-writes';
 import { ProjectQuotaReservations1767744000060 } from './1767744000060-project-quota-reservations';
 import { VmReadModelView1767744000070 } from './1767744000070-vm-read-model-view';
+import { EventStoreAppendGuard1767744000080 } from './1767744000080-event-store-append-guard';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   ProjectionCheckpointAfterWrites1767744000051,
   ProjectQuotaReservations1767744000060,
   VmReadModelView1767744000070,
+  EventStoreAppendGuard1767744000080,
 ];
