@@ -454,27 +454,34 @@ describe('PostgresEventStore on PostgreSQL', () => {
     expect(await fixture.store.readStream(`${prefix}d`)).toHaveLength(1);
   });
 
+  type Query = (text: string) => Promise<unknown>;
+
+  /**
+   * Puts `wrap` around the query of every connection the store checks out, until the spy is restored.
+   * (pool.query checks out with a callback: those connections are left as they are.)
+   */
+  function wrapStoreQueries(wrap: (query: Query) => Query) {
+    const connect = fixture.pool.connect.bind(fixture.pool) as (callback?: unknown) => Promise<PoolClient>;
+    return jest.spyOn(fixture.pool, 'connect').mockImplementation(((callback?: unknown) => {
+      if (callback) return connect(callback);
+      return connect().then((client) =>
+        Object.assign(Object.create(client) as PoolClient, { query: wrap(client.query.bind(client) as Query) }),
+      );
+    }) as never);
+  }
+
   it('commits each append alone when the transaction they shared failed, so a failure stays with its own', async () => {
     const prefix = uniquePrefix();
-    const connect = fixture.pool.connect.bind(fixture.pool) as (callback?: unknown) => Promise<PoolClient>;
     let failures = 0;
     // The first shared insert fails as a connection lost mid-script would: the appends must still land.
-    // (pool.query checks out with a callback: those connections are left as they are.)
-    const spy = jest.spyOn(fixture.pool, 'connect').mockImplementation(((callback?: unknown) => {
-      if (callback) return connect(callback);
-      return connect().then((client) => {
-        const query = client.query.bind(client) as (text: string) => Promise<unknown>;
-        const failing = async (text: unknown) => {
-          const shared = typeof text === 'string' && text.includes(`${prefix}s0`) && text.includes('INSERT INTO');
-          if (shared && failures === 0) {
-            failures += 1;
-            throw new Error('injected: the shared transaction failed');
-          }
-          return query(text as string);
-        };
-        return Object.assign(Object.create(client) as PoolClient, { query: failing });
-      });
-    }) as never);
+    const spy = wrapStoreQueries((query) => async (text) => {
+      const shared = text.includes(`${prefix}s0`) && text.includes('INSERT INTO');
+      if (shared && failures === 0) {
+        failures += 1;
+        throw new Error('injected: the shared transaction failed');
+      }
+      return query(text);
+    });
     try {
       const results = await Promise.all(
         [0, 1, 2].map((i) => fixture.store.append(`${prefix}s${i}`, [newEvent()], 'no_stream')),
@@ -491,19 +498,11 @@ describe('PostgresEventStore on PostgreSQL', () => {
 
   /** Counts the round trips (client.query calls) of the store's checked-out connections while `run` runs. */
   async function roundTrips(run: () => Promise<unknown>): Promise<number> {
-    const connect = fixture.pool.connect.bind(fixture.pool) as (callback?: unknown) => Promise<PoolClient>;
     let trips = 0;
-    const spy = jest.spyOn(fixture.pool, 'connect').mockImplementation(((callback?: unknown) => {
-      if (callback) return connect(callback);
-      return connect().then((client) => {
-        const query = client.query.bind(client) as (text: string) => Promise<unknown>;
-        const counted = (text: unknown) => {
-          trips += 1;
-          return query(text as string);
-        };
-        return Object.assign(Object.create(client) as PoolClient, { query: counted });
-      });
-    }) as never);
+    const spy = wrapStoreQueries((query) => (text) => {
+      trips += 1;
+      return query(text);
+    });
     try {
       await run();
       return trips;
