@@ -122,6 +122,8 @@ describe('console sessions', () => {
     expect(second.body.error).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('used already') });
     first.ws.close();
     await first.closed;
+    // The client sees the close before the server has recorded it: "after" is once the close is on the trail.
+    expect((await trailOf(session_id, 4)).map((r) => r.action)).toContain('console.close');
     expect((await refusedUpgrade(url, token)).status).toBe(401);
     // Recorded while the session is live, as the anonymous caller's; after it closed, only answered.
     const trail = await trailOf(session_id, 4);
