@@ -505,10 +505,7 @@ export class PostgresEventStore implements EventStore {
       throw err;
     }
     allocation.locked = false;
-    const written = results[opening.length + 1]!.rows[0].streams as Record<
-      string,
-      { position: string; revision: string }
-    >;
+    const written = results[opening.length + 1]!.rows[0].streams as WrittenStreams;
     for (const { streamId } of appends) if (written[streamId]) this.notifier.committed(streamId);
     for (const { notifies } of sqlWrites) if (notifies) this.notifier.wake(notifies);
     return plans.map((plan, c) => resultOf(calls[c]!, plan, written));
@@ -705,6 +702,9 @@ function streamsStateSql(table: string, appends: StreamAppend[]): string {
 
 type Planned = { result: AppendResult } | { firstRevision: bigint };
 
+/** Each stream an insert wrote, with its last row's position and revision. */
+type WrittenStreams = Record<string, { position: string; revision: string }>;
+
 /** What one stream of an appendMany needs: nothing (a retry, or no events) or its events from a revision on. */
 function planAppend(
   { streamId, events, expected }: StreamAppend,
@@ -766,7 +766,7 @@ function planCall(
 function resultOf(
   call: StreamAppend[],
   plan: PromiseSettledResult<Planned[]>,
-  written: Record<string, { position: string; revision: string }>,
+  written: WrittenStreams,
 ): PromiseSettledResult<AppendResult[]> {
   if (plan.status === 'rejected') return plan;
   return {
