@@ -1,6 +1,6 @@
 // What the application may use of the projections: the runner, the read models and their row types.
 // Everything else in this folder is a projection's own business.
-export type { Projection } from './runner/projection';
+export type { OneStatementBatch, Projection } from './runner/projection';
 export {
   ProjectionRunner,
   type ProjectionRunnerOptions,

@@ -28,8 +28,9 @@ export async function inCheckpointedStatement(
   try {
     await db.query(sql, [...batch.params, projection, previous.toString(), next.toString(), batch.rows]);
   } catch (err) {
-    if ((err as { code?: string }).code !== ROWS_CHANGED) throw checkpointMovedOr(err, projection);
+    // Whatever the failure, nothing of the batch is known to be kept.
     batch.refused();
+    if ((err as { code?: string }).code !== ROWS_CHANGED) throw checkpointMovedOr(err, projection);
     return false;
   }
   batch.committed();

@@ -33,6 +33,8 @@ interface Folded<S> {
 export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow<S>> implements RebuildableProjection {
   readonly streamPrefixes: string[];
   readonly tables: string[];
+  /** `oneStatement` answers from `written` alone, which holds the rows as its answers so far leave them. */
+  readonly statementsAhead = true;
   private sql:
     | {
         select: string;
@@ -43,7 +45,9 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
       }
     | undefined;
   /**
-   * The rows this projection wrote last, by id. A batch whose rows are all here skips reading them back:
+   * The rows this projection wrote last, or answered a statement for, by id (a statement's rows are
+   * remembered as it is built, so the runner can build the next batch's while this one is being written).
+   * A batch whose rows are all here skips reading them back:
    * it overwrites them guarded by the position it remembers, as one statement that also moves the
    * checkpoint (`oneStatement`: one round trip instead of a transaction of a read and a write; in a live
    * process most batches are the next event of aggregates it has just written). A row anyone
@@ -126,11 +130,12 @@ export class FoldedStateProjection<S, E extends DomainEvent, R extends FoldedRow
           params.length + 1,
         ),
       );
+    this.remember(folded);
     return {
       statements,
       params,
       rows: folded.length,
-      committed: () => this.remember(folded),
+      committed: () => undefined,
       // A row someone else wrote since (or that a rolled-back transaction of ours never did, or a row the
       // table had before its first event came round again): `apply` reads them all.
       refused: () => {

@@ -1,11 +1,18 @@
 import { Logger } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { EventSchemaViolation } from '@hcp/domain';
-import { DomainEventCodec, EventStore, RecordedEvent, START_POSITION, Subscription } from '@hcp/eventstore';
+import {
+  DecodedEvent,
+  DomainEventCodec,
+  EventStore,
+  RecordedEvent,
+  START_POSITION,
+  Subscription,
+} from '@hcp/eventstore';
 import { inCheckpointedStatement } from './checkpointed-statement';
 import { inCheckpointedTransaction } from './checkpointed-transaction';
 import { DeadLetterRecorded, errorText, insertDeadLetter, isTransientFailure } from './dead-letters';
-import { Projection } from './projection';
+import { OneStatementBatch, Projection } from './projection';
 import { ProjectionLock, ProjectionLocks } from './projection-locks';
 
 export interface ProjectionRunnerOptions {
@@ -120,6 +127,14 @@ export class ProjectionRunner {
   private pending: RecordedEvent[] = [];
   private flushChain: Promise<void> = Promise.resolve();
   private flushScheduled = false;
+  /** Flushes chained that take `pending` when their turn comes: a batch cut now would overtake them. */
+  private flushesQueued = 0;
+  /**
+   * Batches written other than by the statement worked out for them in turn (through `apply`, one event
+   * at a time, or a statement worked out again): a statement worked out ahead before one of them assumed
+   * rows as the projection answered, which the table may not hold.
+   */
+  private offPath = 0;
   private subscription: Subscription | null = null;
   private failRun: ((err: unknown) => void) | null = null;
   private loop: Promise<void> | null = null;
@@ -245,6 +260,7 @@ export class ProjectionRunner {
   private async runActive(): Promise<void> {
     this.pending = [];
     this.flushChain = Promise.resolve();
+    this.flushesQueued = 0;
     this.skippedTo = null;
     this.position = await this.unlessStopped(this.readCheckpoint(this.db.manager));
     await new Promise<void>((_resolve, reject) => {
@@ -273,35 +289,75 @@ export class ProjectionRunner {
   private async onEvent(event: RecordedEvent): Promise<void> {
     this.pending.push(event);
     if (this.pending.length >= this.options.batchSize) {
-      await this.flush();
+      await (this.projection.statementsAhead && this.flushesQueued === 0 ? this.flushAhead() : this.flush());
     } else if (!this.flushScheduled) {
       // Flush once the subscription has handed over what it has at hand: big batches under load,
       // one-event batches (low lag) when idle.
       this.flushScheduled = true;
       setImmediate(() => {
         this.flushScheduled = false;
+        // A full batch cut meanwhile took them; a flush chained for nothing would hold the next cut back.
+        if (this.pending.length === 0) return;
         this.flush().catch((err) => this.failRun?.(err));
       });
     }
   }
 
   private flush(): Promise<void> {
-    this.flushChain = this.flushChain.then(() => this.applyBatch(this.pending.splice(0)));
+    this.flushesQueued++;
+    this.flushChain = this.flushChain.then(() => {
+      this.flushesQueued--;
+      return this.applyBatch(this.pending.splice(0));
+    });
     return this.flushChain;
   }
 
-  private async applyBatch(batch: RecordedEvent[]): Promise<void> {
+  /**
+   * A full batch cut now and worked out (decoded, its statement built) while the batch before it is
+   * written: the subscription waits only for that one, so one batch is in the database while the next is
+   * on the CPU. In a rebuild the process was idle half the time, the CPU and the database taking turns.
+   */
+  private flushAhead(): Promise<void> {
+    const batch = this.pending.splice(0);
+    // After the turn of the callbacks that send the batch before it: its statement is on the wire first.
+    const prepared = new Promise<PreparedBatch>((resolve) => setImmediate(() => resolve(this.prepare(batch))));
+    const before = this.flushChain;
+    this.flushChain = before.then(() => this.applyBatch(batch, prepared));
+    this.flushChain.catch((err) => this.failRun?.(err));
+    return before;
+  }
+
+  private prepare(batch: RecordedEvent[]): PreparedBatch {
+    const generation = this.offPath;
+    try {
+      const decoded = this.decode(this.actedOn(batch));
+      const statement = decoded.length ? (this.projection.oneStatement?.(decoded, this.db.manager) ?? null) : null;
+      if (statement instanceof Promise)
+        throw new TypeError(`${this.projection.name}: statementsAhead needs a synchronous oneStatement`);
+      return { generation, decoded, statement };
+    } catch (failure) {
+      return { generation, failure };
+    }
+  }
+
+  /** The events of `batch` the projection acts on. */
+  private actedOn(batch: RecordedEvent[]): RecordedEvent[] {
+    const types = this.projection.eventTypes;
+    return types ? batch.filter((e) => types.has(e.type)) : batch;
+  }
+
+  private async applyBatch(batch: RecordedEvent[], prepared?: Promise<PreparedBatch>): Promise<void> {
     if (batch.length === 0) return;
     const upTo = batch[batch.length - 1].position;
-    const types = this.projection.eventTypes;
-    const events = types ? batch.filter((e) => types.has(e.type)) : batch;
+    const events = this.actedOn(batch);
     if (events.length === 0) {
       this.skip(upTo);
       return;
     }
     try {
-      await this.applyInOneTransaction(events, upTo);
+      await this.applyInOneTransaction(events, upTo, prepared && (await prepared));
     } catch (err) {
+      this.offPath++;
       if (this.stopped) throw err;
       this.recordFailure(err);
       if (isTransientFailure(err)) throw err;
@@ -315,12 +371,22 @@ export class ProjectionRunner {
    * Events and checkpoint (moved to `upTo`) in one transaction: the position moves only if the rows are
    * written. A batch the projection can write as one statement goes with the move in that statement.
    */
-  private async applyInOneTransaction(events: RecordedEvent[], upTo: bigint): Promise<void> {
-    const decoded = this.decode(events);
+  private async applyInOneTransaction(events: RecordedEvent[], upTo: bigint, prepared?: PreparedBatch): Promise<void> {
+    if (prepared && 'failure' in prepared) throw prepared.failure;
+    let statement = prepared?.statement;
+    if (statement && prepared!.generation !== this.offPath) {
+      // Worked out on rows an earlier batch did not write as assumed: forgotten, and worked out again.
+      statement.refused();
+      this.offPath++;
+      statement = undefined;
+    }
+    const decoded = prepared?.decoded ?? this.decode(events);
     const move = { projection: this.projection.name, previous: this.position, next: upTo };
-    const statement = await this.projection.oneStatement?.(decoded, this.db.manager);
-    if (!(statement && (await inCheckpointedStatement(this.db, move, statement))))
+    statement ??= await this.projection.oneStatement?.(decoded, this.db.manager);
+    if (!(statement && (await inCheckpointedStatement(this.db, move, statement)))) {
+      this.offPath++;
       await inCheckpointedTransaction(this.db, move, (tx) => this.projection.apply(decoded, tx));
+    }
     this.moved(upTo);
     this.lastApplied = events[events.length - 1];
     this.consecutiveFailures = 0;
@@ -479,6 +545,14 @@ export class ProjectionRunner {
     });
   }
 }
+
+/**
+ * A batch worked out before its turn (`flushAhead`): its events decoded and its statement built, or the
+ * failure doing so met (thrown when its turn comes, so the batch goes event by event as any other).
+ */
+type PreparedBatch =
+  | { generation: number; decoded: DecodedEvent[]; statement: OneStatementBatch | null }
+  | { generation: number; failure: unknown };
 
 /** How a wait of the loop ends when stop() is called; never a failure of the projection. */
 class RunnerStoppedError extends Error {

@@ -32,6 +32,14 @@ export interface Projection {
     events: DecodedEvent[],
     reader: EntityManager,
   ): OneStatementBatch | null | Promise<OneStatementBatch | null>;
+  /**
+   * `oneStatement` may be asked for a full batch while the batch before it is still being written, so
+   * that its CPU work overlaps the database's: it must answer synchronously from what it has worked out
+   * so far (the batches it answered for, kept or not), read nothing, and guard every row it overwrites so
+   * that the statement is refused where an earlier batch was not written as it answered. The runner sends
+   * statements in order, and drops one worked out before an earlier batch took any other way.
+   */
+  readonly statementsAhead?: boolean;
 }
 
 /**
@@ -46,6 +54,9 @@ export interface OneStatementBatch {
   rows: number;
   /** It committed with the checkpoint's move. */
   committed(): void;
-  /** It wrote fewer rows than `rows`, so nothing of it was kept: `apply` gets the batch next. */
+  /**
+   * It wrote fewer rows than `rows`, so nothing of it was kept (`apply` gets the batch next), or it
+   * failed, or the runner dropped it before sending it.
+   */
   refused(): void;
 }

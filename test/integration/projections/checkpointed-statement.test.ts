@@ -107,7 +107,7 @@ describe('a projection batch sent as one statement with its checkpoint move (rea
     expect(await Promise.all([position(updated), position(absent), position(name)])).toEqual(['2', '1', '9']);
   });
 
-  it('refuses a move from where the checkpoint is not, and keeps nothing of the rows', async () => {
+  it('refuses a move from where the checkpoint is not, keeps nothing of the rows, and tells the batch so', async () => {
     const name = `p-${randomUUID()}`;
     await at(name, 10);
     const marker = `m-${randomUUID()}`;
@@ -119,7 +119,7 @@ describe('a projection batch sent as one statement with its checkpoint move (rea
     ).rejects.toBeInstanceOf(CheckpointMovedError);
     expect(await position(name)).toBe('10');
     expect(await position(marker)).toBe('1');
-    expect(settled).toEqual([]);
+    expect(settled).toEqual(['refused']);
   });
 
   it('makes the first move of a projection that has no checkpoint yet', async () => {
