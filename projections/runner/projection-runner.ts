@@ -127,8 +127,6 @@ export class ProjectionRunner {
   private pending: RecordedEvent[] = [];
   private flushChain: Promise<void> = Promise.resolve();
   private flushScheduled = false;
-  /** Flushes chained that take `pending` when their turn comes: a batch cut now would overtake them. */
-  private flushesQueued = 0;
   /**
    * Batches written other than by the statement worked out for them in turn (through `apply`, one event
    * at a time, or a statement worked out again): a statement worked out ahead before one of them assumed
@@ -260,7 +258,6 @@ export class ProjectionRunner {
   private async runActive(): Promise<void> {
     this.pending = [];
     this.flushChain = Promise.resolve();
-    this.flushesQueued = 0;
     this.skippedTo = null;
     this.position = await this.unlessStopped(this.readCheckpoint(this.db.manager));
     await new Promise<void>((_resolve, reject) => {
@@ -289,14 +286,14 @@ export class ProjectionRunner {
   private async onEvent(event: RecordedEvent): Promise<void> {
     this.pending.push(event);
     if (this.pending.length >= this.options.batchSize) {
-      await (this.projection.statementsAhead && this.flushesQueued === 0 ? this.flushAhead() : this.flush());
+      await (this.projection.statementsAhead ? this.flushAhead() : this.flush());
     } else if (!this.flushScheduled) {
       // Flush once the subscription has handed over what it has at hand: big batches under load,
       // one-event batches (low lag) when idle.
       this.flushScheduled = true;
       setImmediate(() => {
         this.flushScheduled = false;
-        // A full batch cut meanwhile took them; a flush chained for nothing would hold the next cut back.
+        // A full batch cut meanwhile took them.
         if (this.pending.length === 0) return;
         this.flush().catch((err) => this.failRun?.(err));
       });
@@ -304,11 +301,7 @@ export class ProjectionRunner {
   }
 
   private flush(): Promise<void> {
-    this.flushesQueued++;
-    this.flushChain = this.flushChain.then(() => {
-      this.flushesQueued--;
-      return this.applyBatch(this.pending.splice(0));
-    });
+    this.flushChain = this.flushChain.then(() => this.applyBatch(this.pending.splice(0)));
     return this.flushChain;
   }
 
@@ -316,6 +309,8 @@ export class ProjectionRunner {
    * A full batch cut now and worked out (decoded, its statement built) while the batch before it is
    * written: the subscription waits only for that one, so one batch is in the database while the next is
    * on the CPU. In a rebuild the process was idle half the time, the CPU and the database taking turns.
+   * Order holds: the batch takes every event pending, and a flush chained before it (which takes what is
+   * pending when its turn comes) has its turn before the subscription hands over another event.
    */
   private flushAhead(): Promise<void> {
     const batch = this.pending.splice(0);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { Pool } from 'pg';
-import { EntityManager } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { createHcpUpcasters, evolveVm, VmCreateRequestedData, VmEvent, VmState, VmStatus } from '@hcp/domain';
 import { DecodedEvent, DomainEventCodec, PostgresEventStore } from '@hcp/eventstore';
 import { OneStatementBatch, Projection, ProjectionRunner } from '@hcp/projections';
@@ -113,10 +114,16 @@ describe('projection runner: the next batch worked out while one is written (rea
       ).flat(),
     );
 
-  const run = async (projection: LoggedVmReadModel, last: bigint, batchSize: number) => {
-    runner = new ProjectionRunner(database.ds, store, codec, projection, { batchSize, retryMs: 10 });
+  const started = (projection: LoggedVmReadModel, batchSize: number, ds: DataSource = database.ds) => {
+    runner = new ProjectionRunner(ds, store, codec, projection, { batchSize, retryMs: 10, maxTransientRetryMs: 20 });
     runner.start();
-    await eventually(async () => (runner!.status().position >= last ? true : undefined), 'the last event applied');
+    return runner;
+  };
+  const appliedUpTo = (last: bigint) =>
+    eventually(async () => (runner!.status().position >= last ? true : undefined), 'the last event applied');
+  const run = async (projection: LoggedVmReadModel, last: bigint, batchSize: number) => {
+    started(projection, batchSize);
+    await appliedUpTo(last);
   };
 
   const stateOf = async (id: string): Promise<VmState> =>
@@ -202,5 +209,99 @@ describe('projection runner: the next batch worked out while one is written (rea
       'not written 2',
       'applied',
     ]);
+  });
+
+  /**
+   * The data source, its `query` (the one-statement batches) and `transaction` (the others) failing as
+   * `faults` says, call after call, and answering every call after those: `before` the database sees the
+   * call, or `after` it has committed (the answer lost with the connection). The runner restarts from its
+   * checkpoint after each.
+   */
+  const failing = (ds: DataSource, faults: Array<'ok' | 'before' | 'after'>) => {
+    let call = 0;
+    const lost = () => Object.assign(new Error('connection lost (injected)'), { code: 'ECONNRESET' });
+    const wrap =
+      <A extends unknown[]>(fn: (...args: A) => Promise<unknown>) =>
+      async (...args: A) => {
+        const fault = faults[call++];
+        if (fault === 'before') throw lost();
+        const answer = await fn(...args);
+        if (fault === 'after') throw lost();
+        return answer;
+      };
+    return new Proxy(ds, {
+      get: (target, prop, receiver) =>
+        prop === 'query' || prop === 'transaction'
+          ? wrap((target[prop] as (...args: unknown[]) => Promise<unknown>).bind(target))
+          : Reflect.get(target, prop, receiver),
+    });
+  };
+
+  it('holds the domain’s fold of every VM whatever the batches and however the writes fail (chaos)', async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom(...STATUSES), { minLength: 3, maxLength: 10 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(fc.constantFrom<'ok' | 'before' | 'after'>('ok', 'before', 'after'), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        async (statuses, batchSize, faults) => {
+          runs++;
+          await database.ds.query(
+            `TRUNCATE hcp_events, vm_read_model, projection_checkpoints, projection_dead_letters`,
+          );
+          const histories = statuses.map((status) => {
+            const data = vmCreateRequest();
+            return { id: data.vm_id, events: historyTo(data, status) };
+          });
+          try {
+            // Started first: the events reach it live, a few at a time, between full batches.
+            started(new LoggedVmReadModel(), batchSize, failing(database.ds, faults));
+            await appliedUpTo(await appendInterleaved(histories));
+          } finally {
+            await runner?.stop();
+            runner = undefined;
+          }
+
+          for (const { id, events } of histories) expect(await stateOf(id)).toEqual(foldOf(events));
+          const dead = await database.ds.query(`SELECT count(*)::int AS n FROM projection_dead_letters`);
+          expect(dead[0].n).toBe(0);
+        },
+      ),
+      { numRuns: 20 },
+    );
+    expect(runs).toBe(20);
+  }, 120_000);
+
+  it('hands every event over once and in order while full batches are cut ahead of a busy writer', async () => {
+    /** Writes slowly, so that events arrive while batches wait their turn, some cut full, some not. */
+    class SlowRecorder implements Projection {
+      readonly name = `slow-${randomUUID().slice(0, 8)}`;
+      readonly streamPrefixes = ['vm-'];
+      readonly statementsAhead = true;
+      readonly positions: bigint[] = [];
+
+      async apply(events: DecodedEvent[]): Promise<void> {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        this.positions.push(...events.map((e) => e.position));
+      }
+    }
+    const projection = new SlowRecorder();
+    runner = new ProjectionRunner(database.ds, store, codec, projection, { batchSize: 3, retryMs: 10 });
+    runner.start();
+    const appended: bigint[] = [];
+    for (let group = 0; group < 25; group++) {
+      const histories = Array.from({ length: 1 + (group % 4) }, () => {
+        const data = vmCreateRequest();
+        return { id: data.vm_id, events: historyTo(data, 'provisioning') };
+      });
+      for (const { id, events } of histories) appended.push(await appendInOrder([[id, events, 0]]));
+      await new Promise((resolve) => setTimeout(resolve, group % 3));
+    }
+    await appliedUpTo(appended[appended.length - 1]!);
+
+    expect(projection.positions).toEqual(appended);
   });
 });
