@@ -128,9 +128,10 @@ export class ProjectionRunner {
   private flushChain: Promise<void> = Promise.resolve();
   private flushScheduled = false;
   /**
-   * Batches written other than by the statement worked out for them in turn (through `apply`, one event
-   * at a time, or a statement worked out again): a statement worked out ahead before one of them assumed
-   * rows as the projection answered, which the table may not hold.
+   * Statements the projection answered for and that were not written as answered (refused, failed, or
+   * dropped unsent): a statement built ahead before one of them may stand on rows the table does not
+   * hold. A batch the projection had no statement for goes through `apply` without counting: whatever was
+   * built ahead on the rows before it is refused by their positions.
    */
   private offPath = 0;
   private subscription: Subscription | null = null;
@@ -379,7 +380,7 @@ export class ProjectionRunner {
     const move = { projection: this.projection.name, previous: this.position, next: upTo };
     statement ??= await this.projection.oneStatement?.(decoded, this.db.manager);
     if (!(statement && (await inCheckpointedStatement(this.db, move, statement)))) {
-      this.offPath++;
+      if (statement) this.offPath++;
       await inCheckpointedTransaction(this.db, move, (tx) => this.projection.apply(decoded, tx));
     }
     this.moved(upTo);
