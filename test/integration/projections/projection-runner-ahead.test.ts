@@ -114,7 +114,7 @@ describe('projection runner: the next batch worked out while one is written (rea
       ).flat(),
     );
 
-  const started = (projection: LoggedVmReadModel, batchSize: number, ds: DataSource = database.ds) => {
+  const started = (projection: Projection, batchSize: number, ds: DataSource = database.ds) => {
     runner = new ProjectionRunner(ds, store, codec, projection, { batchSize, retryMs: 10, maxTransientRetryMs: 20 });
     runner.start();
     return runner;
@@ -170,30 +170,29 @@ describe('projection runner: the next batch worked out while one is written (rea
     ]);
     // Another writer (a rebuild elsewhere) holds the VM's row at its first event, under another name.
     const [createdAt] = await store.readStream(`vm-${renamedId}`);
-    const elsewhere = foldOf([renamedEvents[0]!])!;
-    await database.ds.query(
-      `INSERT INTO vm_read_model (id, project_id, name, zone, image_id, flavor_id, status, desired_state, addresses, tags,
-                                  metadata, last_job_id, created_at, updated_at, state, view, position)
-       VALUES ($1, $2, 'renamed-elsewhere', $3, $4, $5, $6, $7, '[]', '{}', '{}', $8, $9, $9, $10, '{}', $11)`,
-      [
-        renamed.vm_id,
-        elsewhere.project_id,
-        elsewhere.zone,
-        elsewhere.image_id,
-        elsewhere.flavor_id,
-        elsewhere.status,
-        elsewhere.desired_state,
-        elsewhere.last_job_id,
-        AT,
-        JSON.stringify({ ...elsewhere, name: 'renamed-elsewhere' }),
-        createdAt!.position.toString(),
-      ],
+    const renamedCreate = renamedEvents[0] as Extract<VmEvent, { type: 'VmCreateRequested' }>;
+    const elsewhere = { ...renamedCreate, data: { ...renamedCreate.data, name: 'renamed-elsewhere' } };
+    await database.ds.transaction((tx) =>
+      vmReadModelProjection().apply(
+        [
+          {
+            event: elsewhere,
+            eventId: createdAt!.id,
+            streamId: createdAt!.streamId,
+            revision: createdAt!.revision,
+            position: createdAt!.position,
+            at: AT,
+            context: {},
+          },
+        ],
+        tx,
+      ),
     );
     const projection = new LoggedVmReadModel();
 
     await run(projection, last, 2);
 
-    const expected = foldOf(renamedEvents.slice(1), { ...elsewhere, name: 'renamed-elsewhere' });
+    const expected = foldOf(renamedEvents.slice(1), foldOf([elsewhere]));
     expect((await stateOf(renamed.vm_id)).name).toBe('renamed-elsewhere');
     expect(await stateOf(renamed.vm_id)).toEqual(expected);
     expect(await stateOf(warm.vm_id)).toEqual(foldOf(warmEvents));
@@ -289,8 +288,7 @@ describe('projection runner: the next batch worked out while one is written (rea
       }
     }
     const projection = new SlowRecorder();
-    runner = new ProjectionRunner(database.ds, store, codec, projection, { batchSize: 3, retryMs: 10 });
-    runner.start();
+    started(projection, 3);
     const appended: bigint[] = [];
     for (let group = 0; group < 25; group++) {
       const histories = Array.from({ length: 1 + (group % 4) }, () => {
