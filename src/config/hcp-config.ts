@@ -58,6 +58,8 @@ export interface HcpConfig {
   /** How many refusals are written: the rest are counted (see src/http/rate-limit/refusal-budget.ts). */
   refusals: { recordedPerMinute: number; anonymousPerMinute: number };
   providerHealthIntervalMs: number;
+  /** Changes (create, power, delete, tags) one process has running at once on one provider cluster. */
+  providerCallsPerCluster: number;
   /** How often worker processes reconcile each cluster with its provider; 0: never on their own. */
   reconcileIntervalMs: number;
   /**
@@ -189,7 +191,12 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     description:
       'how long a job may take from being queued (recorded on the job); past it the job fails with PROVIDER_TIMEOUT',
   },
-  { name: 'HCP_WORKER_CONCURRENCY', default: '16', description: 'jobs one worker process runs at once' },
+  {
+    name: 'HCP_WORKER_CONCURRENCY',
+    default: '16',
+    description:
+      "jobs one worker process runs at once (npm start's worker+projections process: 128 unless set); what reaches a provider is bounded by HCP_PROVIDER_CALLS_PER_CLUSTER",
+  },
   { name: 'HCP_WORKER_POLL_MS', default: '250', description: 'how often an idle worker looks for due jobs' },
   {
     name: 'HCP_SIMULATOR_LATENCY_SCALE',
@@ -233,6 +240,12 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     name: 'HCP_PROVIDER_HEALTH_INTERVAL_MS',
     default: '60000',
     description: "how often worker processes check every provider's connectivity",
+  },
+  {
+    name: 'HCP_PROVIDER_CALLS_PER_CLUSTER',
+    default: '16',
+    description:
+      'changes (create, power, delete, tags) one process runs at once on one provider cluster; further jobs wait for a free one',
   },
   {
     name: 'HCP_CONSOLE_CONNECT_TIMEOUT_S',
@@ -468,6 +481,7 @@ export function loadConfig(
     },
     seedCatalog: bool('HCP_SEED_CATALOG'),
     providerHealthIntervalMs: int('HCP_PROVIDER_HEALTH_INTERVAL_MS', 1000, 86_400_000),
+    providerCallsPerCluster: int('HCP_PROVIDER_CALLS_PER_CLUSTER', 1, 1000),
     reconcileIntervalMs: int('HCP_RECONCILE_INTERVAL_MS', 0, 86_400_000),
     orphanPolicy: oneOf<'report' | 'destroy'>('HCP_ORPHAN_POLICY', ['report', 'destroy']),
     console: {

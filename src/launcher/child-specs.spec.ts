@@ -42,9 +42,9 @@ describe('launcher child specs', () => {
     expect(connectionsOf({ HCP_API_PROCESSES: '4', HCP_DB_POOL_SIZE: '7' }, 50)).toMatchObject({ api: 7, bg: 7 });
   });
 
-  it('gives the worker and projections the concurrency set by hand, else 32', () => {
+  it('gives the worker and projections the concurrency set by hand, else 128', () => {
     const specs = (env: NodeJS.ProcessEnv) => childSpecs(loadConfig(env), { shared: {}, connectionLimit: 97, env });
-    expect(specs({}).background.env.HCP_WORKER_CONCURRENCY).toBe('32');
+    expect(specs({}).background.env.HCP_WORKER_CONCURRENCY).toBe('128');
     expect(specs({ HCP_WORKER_CONCURRENCY: '4' }).background.env.HCP_WORKER_CONCURRENCY).toBe('4');
   });
 

@@ -6,3 +6,5 @@ export * from './proxmox';
 export * from './rfb';
 export * from './libvirt';
 export * from './vsphere';
+export * from './common/call-slots';
+export * from './common/slotted-driver';

@@ -1,22 +1,28 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Capabilities, HcpError, narrowCapabilities, OpsResourceState } from '@hcp/domain';
-import { ProviderDriver } from '@hcp/providers';
+import { CallSlots, ProviderDriver, slottedDriver } from '@hcp/providers';
+import { HcpConfig } from '../../config/hcp-config';
+import { HCP_CONFIG } from '../../platform/tokens';
 import { OpsResourceRepository } from '../ops-resource.repository';
 import { ProviderCredentialsStore } from './provider-credentials.store';
 import { DriverFactory } from './driver-factory';
 
 /**
  * The driver of each (provider, cluster), built from the ops catalog and the sealed credentials, and
- * cached until either resource changes (its `updated_at` is part of the key).
+ * cached until either resource changes (its `updated_at` is part of the key). Its changes at the
+ * provider go through the cluster's call slots (HCP_PROVIDER_CALLS_PER_CLUSTER), which outlive a rebuilt
+ * driver, so a spec changed during a burst never lets twice the bound through.
  */
 @Injectable()
 export class DriverRegistry {
   private readonly cache = new Map<string, { version: string; driver: ProviderDriver }>();
+  private readonly slots = new Map<string, CallSlots>();
 
   constructor(
     private readonly resources: OpsResourceRepository,
     private readonly credentials: ProviderCredentialsStore,
     private readonly factory: DriverFactory,
+    @Inject(HCP_CONFIG) private readonly config: Pick<HcpConfig, 'providerCallsPerCluster'>,
   ) {}
 
   /** Resources are read from their streams: a provider registered a moment ago is already usable. */
@@ -46,16 +52,28 @@ export class DriverRegistry {
     const version = `${provider.updated_at}/${cluster?.updated_at ?? '-'}`;
     const cached = this.cache.get(key);
     if (cached?.version === version) return { driver: cached.driver, cluster };
-    const driver = this.factory.create({
-      providerId,
-      provider: provider.spec,
-      credentials: provider.spec.has_credentials ? await this.credentials.get(providerId) : null,
-      clusterId,
-      cluster: cluster?.spec ?? null,
-    });
+    const driver = slottedDriver(
+      this.factory.create({
+        providerId,
+        provider: provider.spec,
+        credentials: provider.spec.has_credentials ? await this.credentials.get(providerId) : null,
+        clusterId,
+        cluster: cluster?.spec ?? null,
+      }),
+      this.slotsOf(key),
+    );
     await cached?.driver.close?.();
     this.cache.set(key, { version, driver });
     return { driver, cluster };
+  }
+
+  private slotsOf(key: string): CallSlots {
+    let slots = this.slots.get(key);
+    if (!slots) {
+      slots = new CallSlots(this.config.providerCallsPerCluster);
+      this.slots.set(key, slots);
+    }
+    return slots;
   }
 
   async closeAll(): Promise<void> {
