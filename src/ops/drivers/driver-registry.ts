@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Capabilities, HcpError, narrowCapabilities, OpsResourceState } from '@hcp/domain';
 import { CallSlots, ProviderDriver, slottedDriver } from '@hcp/providers';
 import { HcpConfig } from '../../config/hcp-config';
+import { HcpMetrics } from '../../platform/observability/hcp-metrics';
 import { HCP_CONFIG } from '../../platform/tokens';
 import { OpsResourceRepository } from '../ops-resource.repository';
 import { ProviderCredentialsStore } from './provider-credentials.store';
@@ -23,6 +24,7 @@ export class DriverRegistry {
     private readonly credentials: ProviderCredentialsStore,
     private readonly factory: DriverFactory,
     @Inject(HCP_CONFIG) private readonly config: Pick<HcpConfig, 'providerCallsPerCluster'>,
+    private readonly metrics: HcpMetrics,
   ) {}
 
   /** Resources are read from their streams: a provider registered a moment ago is already usable. */
@@ -60,17 +62,22 @@ export class DriverRegistry {
         clusterId,
         cluster: cluster?.spec ?? null,
       }),
-      this.slotsOf(key),
+      this.slotsOf(providerId, clusterId),
     );
     await cached?.driver.close?.();
     this.cache.set(key, { version, driver });
     return { driver, cluster };
   }
 
-  private slotsOf(key: string): CallSlots {
+  private slotsOf(provider: string, cluster: string): CallSlots {
+    const key = `${provider}/${cluster}`;
     let slots = this.slots.get(key);
     if (!slots) {
-      slots = new CallSlots(this.config.providerCallsPerCluster);
+      const gauge = this.metrics.providerCallSlots;
+      slots = new CallSlots(this.config.providerCallsPerCluster, ({ running, waiting }) => {
+        gauge.set({ provider, cluster, state: 'running' }, running);
+        gauge.set({ provider, cluster, state: 'waiting' }, waiting);
+      });
       this.slots.set(key, slots);
     }
     return slots;

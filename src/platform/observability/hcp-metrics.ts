@@ -27,6 +27,13 @@ export class HcpMetrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
   });
 
+  // Per process: each worker process bounds its own calls (HCP_PROVIDER_CALLS_PER_CLUSTER), so sum() across them.
+  readonly providerCallSlots = new Gauge({
+    name: 'hcp_provider_call_slots',
+    help: "Changes at a provider cluster (create, power, delete, tags) this process is running (state=running) and jobs waiting for a free one of the cluster's HCP_PROVIDER_CALLS_PER_CLUSTER (state=waiting)",
+    labelNames: ['provider', 'cluster', 'state'] as const,
+  });
+
   readonly jobDuration = new Histogram({
     name: 'hcp_job_duration_seconds',
     help: 'Time from a job being queued to its end, by type and outcome (succeeded or failed; the code is in hcp_jobs_finished_total)',

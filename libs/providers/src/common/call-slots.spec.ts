@@ -105,6 +105,18 @@ describe('CallSlots', () => {
     expect(slots.busy).toBe(0);
   });
 
+  it('tells its observer the calls running and waiting after each change', async () => {
+    const heard: string[] = [];
+    const slots = new CallSlots(1, ({ running, waiting }) => heard.push(`${running}/${waiting}`));
+    const holder = gate();
+    const first = slots.run('createVm', context(), () => holder.promise);
+    const second = slots.run('createVm', context(), async () => undefined);
+    await settle();
+    holder.open();
+    await Promise.all([first, second]);
+    expect(heard).toEqual(['1/0', '1/1', '1/0', '0/0']);
+  });
+
   it('refuses a size that bounds nothing', () => {
     expect(() => new CallSlots(0)).toThrow(RangeError);
     expect(() => new CallSlots(1.5)).toThrow(RangeError);

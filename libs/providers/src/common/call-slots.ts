@@ -4,6 +4,12 @@ import { checkCall, timeoutError } from './call-errors';
 /** setTimeout's longest delay; a deadline further away than this is left to the abort signal. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** Calls running and waiting, as an observer hears them after each change. */
+export interface SlotUse {
+  running: number;
+  waiting: number;
+}
+
 interface Waiter {
   /** Hands the waiter a slot: the one a finished call gave up, passed on without being freed. */
   admit(): void;
@@ -18,7 +24,10 @@ export class CallSlots {
   private running = 0;
   private readonly waiting = new Set<Waiter>();
 
-  constructor(readonly size: number) {
+  constructor(
+    readonly size: number,
+    private readonly observe: (use: SlotUse) => void = () => undefined,
+  ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`call slots: size must be a positive integer`);
   }
 
@@ -45,6 +54,7 @@ export class CallSlots {
     checkCall(ctx, operation, Date.now);
     if (this.running < this.size && this.waiting.size === 0) {
       this.running++;
+      this.changed();
       return Promise.resolve();
     }
     return new Promise<void>((resolve, reject) => {
@@ -68,16 +78,28 @@ export class CallSlots {
         this.waiting.delete(waiter);
         clearTimeout(timer);
         ctx.signal.removeEventListener('abort', onAbort);
+        this.changed();
       };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       this.waiting.add(waiter);
+      this.changed();
     });
   }
 
   private release(): void {
     // A Set iterates in insertion order: the first waiter is the one that came first.
     const next = this.waiting.values().next();
-    if (next.done) this.running--;
-    else next.value.admit();
+    if (next.done) {
+      this.running--;
+      this.changed();
+    } else next.value.admit();
+  }
+
+  private changed(): void {
+    try {
+      this.observe({ running: this.running, waiting: this.waiting.size });
+    } catch {
+      // An observer's failure (a metric) is not the call's.
+    }
   }
 }
