@@ -4,7 +4,7 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { loadOrCreateDevSigningKey, signDevToken } from '@hcp/auth';
-import { API_NODE_FLAGS } from '../../src/launcher/child-specs';
+import { API_ENV, API_NODE_FLAGS } from '../../src/launcher/child-specs';
 import { SEEDED } from '../lib/context';
 import { createBenchDatabase } from '../lib/db';
 import { BENCH_ENV, BUILD_DIR, buildHcp, freePort } from '../lib/hcp';
@@ -119,6 +119,7 @@ class ApiProcess {
         HCP_ROLES: 'api',
         HCP_SEED_CATALOG: 'false',
         HCP_DB_POOL_SIZE: '12',
+        ...API_ENV,
       },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

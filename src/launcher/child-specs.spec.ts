@@ -48,6 +48,13 @@ describe('launcher child specs', () => {
     expect(specs({ HCP_WORKER_CONCURRENCY: '4' }).background.env.HCP_WORKER_CONCURRENCY).toBe('4');
   });
 
+  it('gives API processes two malloc arenas unless the operator set their number', () => {
+    const apiEnv = (env: NodeJS.ProcessEnv) =>
+      childSpecs(loadConfig(env), { shared: {}, connectionLimit: 97, env }).api[0]!.env;
+    expect(apiEnv({}).MALLOC_ARENA_MAX).toBe('2');
+    expect(apiEnv({ MALLOC_ARENA_MAX: '4' }).MALLOC_ARENA_MAX).toBe('4');
+  });
+
   it('runs an API process per core but the one the worker and projections need, and at least one', () => {
     expect([1, 2, 4, 16].map(defaultApiProcesses)).toEqual([1, 1, 3, 15]);
   });
