@@ -17,7 +17,7 @@ import { DriverFactory } from './driver-factory';
 @Injectable()
 export class DriverRegistry {
   private readonly cache = new Map<string, { version: string; driver: ProviderDriver }>();
-  private readonly slots = new Map<string, CallSlots>();
+  private readonly slots = new Map<string, { type: string; slots: CallSlots }>();
 
   constructor(
     private readonly resources: OpsResourceRepository,
@@ -62,25 +62,33 @@ export class DriverRegistry {
         clusterId,
         cluster: cluster?.spec ?? null,
       }),
-      this.slotsOf(providerId, clusterId),
+      this.slotsOf(key, provider.spec.type),
     );
     await cached?.driver.close?.();
     this.cache.set(key, { version, driver });
     return { driver, cluster };
   }
 
-  private slotsOf(provider: string, cluster: string): CallSlots {
-    const key = `${provider}/${cluster}`;
-    let slots = this.slots.get(key);
-    if (!slots) {
-      const gauge = this.metrics.providerCallSlots;
-      slots = new CallSlots(this.config.providerCallsPerCluster, ({ running, waiting }) => {
-        gauge.set({ provider, cluster, state: 'running' }, running);
-        gauge.set({ provider, cluster, state: 'waiting' }, waiting);
-      });
-      this.slots.set(key, slots);
+  private slotsOf(key: string, type: string): CallSlots {
+    let entry = this.slots.get(key);
+    if (!entry) {
+      entry = { type, slots: new CallSlots(this.config.providerCallsPerCluster, () => this.gaugeSlots(type)) };
+      this.slots.set(key, entry);
     }
-    return slots;
+    return entry.slots;
+  }
+
+  /** The gauge of one provider type: its clusters' lines together (metrics carry no resource ids). */
+  private gaugeSlots(type: string): void {
+    let running = 0;
+    let waiting = 0;
+    for (const entry of this.slots.values()) {
+      if (entry.type !== type) continue;
+      running += entry.slots.busy;
+      waiting += entry.slots.queued;
+    }
+    this.metrics.providerCallSlots.set({ provider: type, state: 'running' }, running);
+    this.metrics.providerCallSlots.set({ provider: type, state: 'waiting' }, waiting);
   }
 
   async closeAll(): Promise<void> {

@@ -30,8 +30,8 @@ export class HcpMetrics {
   // Per process: each worker process bounds its own calls (HCP_PROVIDER_CALLS_PER_CLUSTER), so sum() across them.
   readonly providerCallSlots = new Gauge({
     name: 'hcp_provider_call_slots',
-    help: "Changes at a provider cluster (create, power, delete, tags) this process is running (state=running) and jobs waiting for a free one of the cluster's HCP_PROVIDER_CALLS_PER_CLUSTER (state=waiting)",
-    labelNames: ['provider', 'cluster', 'state'] as const,
+    help: "Changes at providers of a type (create, power, delete, tags) this process is running (state=running), and jobs waiting for a free one of their cluster's HCP_PROVIDER_CALLS_PER_CLUSTER (state=waiting), all clusters of the type together",
+    labelNames: ['provider', 'state'] as const,
   });
 
   readonly jobDuration = new Histogram({
