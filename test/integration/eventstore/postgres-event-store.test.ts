@@ -406,6 +406,56 @@ describe('PostgresEventStore on PostgreSQL', () => {
     }
   });
 
+  it('looks ids up through the indexes in the append guard of a connection that first ran it on a nearly empty table', async () => {
+    // PostgreSQL plans a function's statements once per connection. Planned on a new table, the guard
+    // once kept scanning every event for the ids, on every append after (bench/README.md, "the twentieth
+    // session").
+    const fresh = await createFixture();
+    const client = await fresh.pool.connect();
+    try {
+      const table = `"${fresh.schema}".hcp_events`;
+      await fresh.pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+      await fresh.store.append('vm-first', newEvents(2), 'no_stream');
+      const guard = (streamId: string, expected: number) =>
+        client.query(`SELECT "${fresh.schema}".hcp_append_guard($1, $2, $3, $4, false)`, [
+          [streamId],
+          [expected],
+          [newEvent().id],
+          [`${fresh.schema}/${streamId}`],
+        ]);
+      // More calls than the five PostgreSQL plans afresh before it keeps a generic plan.
+      for (let i = 0; i < 8; i++) await guard('vm-first', 1);
+
+      const streams = Array.from({ length: 3_000 }, (_, i) => `vm-${i}`);
+      for (let i = 0; i < streams.length; i += 500) {
+        await fresh.store.appendMany(
+          streams.slice(i, i + 500).map((streamId) => ({ streamId, events: newEvents(3), expected: 'no_stream' })),
+        );
+      }
+
+      // The counts not yet sent to the statistics collector include earlier transactions': compare two.
+      const scans = async () =>
+        (
+          await client.query(
+            `SELECT seq_scan::int AS seq_scan, idx_scan::int AS idx_scan FROM pg_stat_xact_user_tables WHERE relid = $1::regclass`,
+            [table],
+          )
+        ).rows[0] as { seq_scan: number; idx_scan: number };
+      await client.query('BEGIN');
+      const before = await scans();
+      await guard('vm-7', 2);
+      const after = await scans();
+      await client.query('ROLLBACK');
+      expect({ seq_scan: after.seq_scan - before.seq_scan, idx_scan: after.idx_scan - before.idx_scan }).toEqual({
+        seq_scan: 0,
+        idx_scan: 2,
+      });
+    } finally {
+      client.release();
+      await fresh.cleanup();
+    }
+  });
+
   it('commits appends asked at once in one transaction, each answered as an append of its own would be', async () => {
     const prefix = uniquePrefix();
     const streams = Array.from({ length: 8 }, (_, i) => `${prefix}job-${i}`);

@@ -2,7 +2,8 @@ import { Client } from 'pg';
 
 /**
  * Every object a migration can leave in a database, as comparable text: schemas, relations, columns,
- * indexes, constraints, types, functions, triggers and extensions outside PostgreSQL's own schemas.
+ * indexes, constraints, types, functions (with their settings), triggers and extensions outside
+ * PostgreSQL's own schemas.
  * TypeORM's bookkeeping table stays out: it outlives a full revert by design.
  */
 export async function dumpSchema(url: string): Promise<Record<string, string[]>> {
@@ -44,7 +45,8 @@ const CATALOG_QUERIES: Record<string, string> = {
     FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
     WHERE ${USER_NAMESPACE} AND t.typrelid = 0 AND t.typcategory <> 'A' ORDER BY 1`,
   functions: `
-    SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS line
+    SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+           || coalesce(' SET ' || array_to_string(p.proconfig, ', '), '') AS line
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE ${USER_NAMESPACE} ORDER BY 1`,
   triggers: `SELECT tgrelid::regclass::text || ' ' || tgname AS line FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1`,
   extensions: `SELECT extname AS line FROM pg_extension ORDER BY 1`,

@@ -36,8 +36,10 @@ import { PostgresSubscription, type SubscriptionPage } from './postgres-subscrip
 
 export {
   dropPostgresEventStoreAppendGuard,
+  dropPostgresEventStoreGuardIndexLookups,
   dropPostgresEventStoreSchema,
   installPostgresEventStoreAppendGuard,
+  installPostgresEventStoreGuardIndexLookups,
   installPostgresEventStoreSchema,
   installPostgresEventStoreTable,
   type SqlRunner,

@@ -14,6 +14,7 @@ import { ProjectionCheckpointAfterWrites1767744000051 } from './1767744000051-pr
 import { ProjectQuotaReservations1767744000060 } from './1767744000060-project-quota-reservations';
 import { VmReadModelView1767744000070 } from './1767744000070-vm-read-model-view';
 import { EventStoreAppendGuard1767744000080 } from './1767744000080-event-store-append-guard';
+import { EventStoreAppendGuardIndexLookups1767744000090 } from './1767744000090-event-store-append-guard-index-lookups';
 
 /** Every migration of this release, oldest first. Readiness compares the database against this list. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   ProjectQuotaReservations1767744000060,
   VmReadModelView1767744000070,
   EventStoreAppendGuard1767744000080,
+  EventStoreAppendGuardIndexLookups1767744000090,
 ];
