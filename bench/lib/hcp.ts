@@ -149,6 +149,8 @@ export class HcpUnderTest {
         HOST: '127.0.0.1',
         HCP_DATA_DIR: dataDir,
         ...(options.cpuProfDir ? { HCP_BENCH_PROFILE_DIR: options.cpuProfDir } : {}),
+        // HCP_BENCH_PROFILE_HEAP=1 with --profile: the hook samples allocations too (profile-hook.js).
+        ...(options.cpuProfDir && process.env.HCP_BENCH_PROFILE_HEAP ? { HCP_BENCH_PROFILE_HEAP: '1' } : {}),
         // HCP_API_PROCESSES=0 in the harness's environment measures the one all-roles process of before.
         ...(process.env.HCP_API_PROCESSES ? { HCP_API_PROCESSES: process.env.HCP_API_PROCESSES } : {}),
         ...options.env,

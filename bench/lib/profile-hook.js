@@ -4,7 +4,9 @@
 // <HCP_BENCH_PROFILE_DIR>/<n>.cpuprofile, so a profile covers exactly one measured load window instead
 // of the whole process life (start-up, seeding, idle time while the baseline runs). It also counts the
 // SQL round trips HCP makes in the window (pg's Client#query, by statement shape) into <n>.queries.json,
-// and process.memoryUsage() at the window's end into <n>.memory.json.
+// and process.memoryUsage() at the window's end into <n>.memory.json. With HCP_BENCH_PROFILE_HEAP=1 it
+// samples allocations in the same window as well (V8's sampling heap profiler, one sample per 32 KiB
+// allocated on average, objects collected since included) into <n>.heapprofile, for DevTools' Memory tab.
 const inspector = require('node:inspector');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -46,6 +48,8 @@ if (dir) {
   let running = false;
   let n = 0;
   session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: 500 }));
+  const heap = process.env.HCP_BENCH_PROFILE_HEAP === '1';
+  if (heap) session.post('HeapProfiler.enable');
   process.on('SIGUSR2', () => {
     if (forwarding()) {
       for (const worker of Object.values(cluster.workers)) worker?.process.kill('SIGUSR2');
@@ -55,13 +59,25 @@ if (dir) {
       running = true;
       counts = new Map();
       session.post('Profiler.start');
+      if (heap)
+        session.post('HeapProfiler.startSampling', {
+          samplingInterval: 32768,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true,
+        });
       return;
     }
     running = false;
     const queries = Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]));
     counts = null;
+    const number = String(++n).padStart(2, '0');
+    if (heap) {
+      session.post('HeapProfiler.stopSampling', (err, result) => {
+        if (!err) fs.writeFileSync(path.join(dir, `${number}.heapprofile`), JSON.stringify(result.profile));
+      });
+    }
     session.post('Profiler.stop', (err, result) => {
-      const file = path.join(dir, `${String(++n).padStart(2, '0')}.cpuprofile`);
+      const file = path.join(dir, `${number}.cpuprofile`);
       const tmp = `${file}.tmp`;
       if (!err) {
         fs.writeFileSync(file.replace(/\.cpuprofile$/, '.queries.json'), JSON.stringify(queries, null, 1));
