@@ -74,6 +74,8 @@ export interface HcpOptions {
   env?: Record<string, string>;
   /** Preload bench/lib/profile-hook.js: profile() windows write V8 CPU profiles into this folder. */
   cpuProfDir?: string;
+  /** Extra node/V8 flags for HCP's processes (the launcher passes its own to its children). */
+  nodeFlags?: string[];
 }
 
 /** The environment every benchmark runs HCP with: instant simulator, no rate limiting, quiet logs. */
@@ -138,7 +140,10 @@ export class HcpUnderTest {
       options.runtime === 'build'
         ? [path.join(BUILD_DIR, `${main}.js`)]
         : [path.join(ROOT, 'scripts', 'ts-run.js'), `${main}.ts`];
-    const nodeFlags = options.cpuProfDir ? ['-r', path.join(ROOT, 'bench', 'lib', 'profile-hook.js')] : [];
+    const nodeFlags = [
+      ...(options.nodeFlags ?? []),
+      ...(options.cpuProfDir ? ['-r', path.join(ROOT, 'bench', 'lib', 'profile-hook.js')] : []),
+    ];
     const child = ManagedProcess.spawnNode(
       'hcp',
       entry,

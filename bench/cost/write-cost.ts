@@ -1,0 +1,182 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import * as path from 'node:path';
+import { createBody } from '../lib/context';
+import { createBenchDatabase } from '../lib/db';
+import { buildHcp, HcpUnderTest } from '../lib/hcp';
+import { runLoad } from '../lib/load';
+import { ROOT } from '../lib/proc';
+import { cpuPerOk } from '../lib/rss-tree';
+import { distribution, log, round } from '../lib/util';
+
+/*
+ * The CPU a create costs, at a fixed rate below saturation (issue #21):
+ * `node scripts/ts-run.js bench/cost/write-cost.ts --side=base: --side=trial:--some-v8-flag`.
+ *
+ * The write row is a closed loop that saturates both cores: its creates/s and CPU per create move with
+ * group-commit sizes, queueing and the neighbours' load, ±30 % between runs of one build. Here HCP (the
+ * compiled build as `npm start` runs it: launcher, API process, worker+projections) gets creates into one
+ * project at a fixed rate, so every side sees the same arrivals and batch sizes, and the CPU of its
+ * processes and of PostgreSQL is divided by the creates answered in the window. Sides (node/V8 flags for
+ * all of HCP's processes, comma-separated after the colon) alternate round by round on fresh databases, so
+ * a slow spell of the machine falls on both.
+ *
+ * Options: --side=<name>:<flags> (repeatable; default one side without flags), --rate=250 (creates/s),
+ * --seconds=20, --warmup=10 (s at the same rate, on the same process, before the window), --rounds=3,
+ * --no-build (reuse bench/.build), --label=<name>. Writes bench/results/cost-<timestamp>-<label>.json.
+ */
+
+interface Side {
+  name: string;
+  flags: string[];
+}
+
+interface Options {
+  build: boolean;
+  sides: Side[];
+  rate: number;
+  seconds: number;
+  warmup: number;
+  rounds: number;
+  label: string;
+}
+
+interface Window {
+  side: string;
+  round: number;
+  ok: number;
+  non2xx: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  /** CPU ms per create: the API process(es), all of HCP's processes, PostgreSQL, and their sum. */
+  apiMs: number | null;
+  hcpMs: number | null;
+  postgresMs: number | null;
+  totalMs: number | null;
+  byProcess: Record<string, number>;
+}
+
+function options(argv: string[]): Options {
+  const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const sides = argv
+    .filter((a) => a.startsWith('--side='))
+    .map((a) => {
+      const spec = a.slice('--side='.length);
+      const colon = spec.indexOf(':');
+      const name = colon < 0 ? spec : spec.slice(0, colon);
+      const flags =
+        colon < 0
+          ? []
+          : spec
+              .slice(colon + 1)
+              .split(',')
+              .filter(Boolean);
+      return { name, flags };
+    });
+  return {
+    build: !argv.includes('--no-build'),
+    sides: sides.length > 0 ? sides : [{ name: 'base', flags: [] }],
+    rate: Number(value('rate') ?? 250),
+    seconds: Number(value('seconds') ?? 20),
+    warmup: Number(value('warmup') ?? 10),
+    rounds: Number(value('rounds') ?? 3),
+    label: value('label') ?? 'run',
+  };
+}
+
+async function measure(side: Side, round_: number, opts: Options): Promise<Window> {
+  const db = await createBenchDatabase();
+  const hcp = await HcpUnderTest.start({ databaseUrl: db.url, runtime: 'build', nodeFlags: side.flags });
+  try {
+    const load = {
+      url: hcp.baseUrl,
+      method: 'POST' as const,
+      path: '/v1/projects/bench/vms',
+      body: createBody(),
+      headers: { authorization: `Bearer ${hcp.token({ bench: 'admin' })}` },
+      connections: 100,
+      overallRate: opts.rate,
+    };
+    await runLoad({ ...load, durationS: opts.warmup });
+    hcp.rss.beginWindow();
+    const result = await runLoad({ ...load, durationS: opts.seconds });
+    const cpu = cpuPerOk(hcp.rss.cpuMsByProcess(), result.ok);
+    const total = cpu.all === null || cpu.postgres === null ? null : round(cpu.all + cpu.postgres, 3);
+    return {
+      side: side.name,
+      round: round_,
+      ok: result.ok,
+      non2xx: result.requests - result.ok,
+      p50Ms: round(result.latencyMs?.p50, 1),
+      p99Ms: round(result.latencyMs?.p99, 1),
+      apiMs: cpu.api,
+      hcpMs: cpu.all,
+      postgresMs: cpu.postgres,
+      totalMs: total,
+      byProcess: cpu.byProcess,
+    };
+  } finally {
+    await hcp.stop();
+    await db.drop();
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = options(process.argv.slice(2));
+  if (opts.build) await buildHcp();
+  const windows: Window[] = [];
+  for (let r = 1; r <= opts.rounds; r++) {
+    for (const side of opts.sides) {
+      log(`cost: round ${r}, side ${side.name} (${side.flags.join(' ') || 'no flags'}), ${opts.rate} creates/s`);
+      const w = await measure(side, r, opts);
+      log(
+        `  ${w.ok} creates (${w.non2xx} not 2xx), p99 ${w.p99Ms} ms; CPU ms per create: API ${w.apiMs}, HCP ${w.hcpMs}, PostgreSQL ${w.postgresMs}, total ${w.totalMs}`,
+      );
+      windows.push(w);
+    }
+  }
+  const summary = opts.sides.map((side) => {
+    const mine = windows.filter((w) => w.side === side.name);
+    const of = (pick: (w: Window) => number | null) => {
+      const values = mine.map(pick).filter((v): v is number => v !== null);
+      const d = distribution(values);
+      return {
+        median: round(d.p50, 3),
+        min: round(values.length ? Math.min(...values) : null, 3),
+        max: round(d.max, 3),
+      };
+    };
+    return {
+      side: side.name,
+      flags: side.flags,
+      apiMs: of((w) => w.apiMs),
+      hcpMs: of((w) => w.hcpMs),
+      postgresMs: of((w) => w.postgresMs),
+      totalMs: of((w) => w.totalMs),
+      p99Ms: of((w) => w.p99Ms),
+    };
+  });
+  console.log('\nCPU ms per create (median of the rounds, min-max):');
+  console.log('| side | API | all of HCP | PostgreSQL | total | p99 ms |');
+  console.log('|---|---|---|---|---|---|');
+  const cell = (v: { median: number | null; min: number | null; max: number | null }) =>
+    `${v.median} (${v.min}-${v.max})`;
+  for (const s of summary)
+    console.log(
+      `| ${s.side} | ${cell(s.apiMs)} | ${cell(s.hcpMs)} | ${cell(s.postgresMs)} | ${cell(s.totalMs)} | ${cell(s.p99Ms)} |`,
+    );
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('Z', '');
+  const dir = path.join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `cost-${stamp}-${opts.label}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), options: opts, loadAverageAfter: loadavg(), summary, windows }, null, 1)}\n`,
+  );
+  console.log(`results: ${path.relative(ROOT, file)}`);
+}
+
+main().catch((err: Error) => {
+  console.error(err.stack ?? err.message);
+  process.exit(1);
+});
