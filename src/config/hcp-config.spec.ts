@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CONFIG_VARIABLES, ConfigError, loadConfig } from './hcp-config';
+import { CONFIG_VARIABLES, ConfigError, loadConfig, logLevelEnabled } from './hcp-config';
 
 describe('configuration', () => {
   it('runs the embedded default with no variables at all', () => {
@@ -12,6 +12,15 @@ describe('configuration', () => {
       roles: ['api', 'worker', 'projections'],
     });
     expect(config.auth.mode).toBe('dev');
+  });
+
+  it("tells which log lines a LOG_LEVEL writes, in pino's order", () => {
+    expect(logLevelEnabled('warn', 'info')).toBe(false);
+    expect(logLevelEnabled('warn', 'warn')).toBe(true);
+    expect(logLevelEnabled('warn', 'error')).toBe(true);
+    expect(logLevelEnabled('info', 'info')).toBe(true);
+    expect(logLevelEnabled('trace', 'debug')).toBe(true);
+    expect(logLevelEnabled('fatal', 'error')).toBe(false);
   });
 
   it('stops on a bad value with a message naming every bad variable', () => {

@@ -354,6 +354,11 @@ export class ConfigError extends Error {
 const ROLES: readonly HcpRole[] = ['api', 'worker', 'projections'];
 const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 
+/** Whether a line at `level` is written when LOG_LEVEL is `configured` (pino's order: trace lowest). */
+export function logLevelEnabled(configured: LogLevel, level: LogLevel): boolean {
+  return LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(configured);
+}
+
 /**
  * API processes when HCP_API_PROCESSES is empty: a core each, but one, which the worker and projections'
  * process needs under load (and PostgreSQL beside it). On two cores that is one API process, and it

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { createPublisher, MESSAGING_TOPICS, MessagePublisher } from '@hcp/messaging';
 import { Projection, ProjectionLocks, ProjectionRunner, publisherSinks, readModelProjections } from '@hcp/projections';
-import { HcpConfig } from '../config/hcp-config';
+import { HcpConfig, logLevelEnabled } from '../config/hcp-config';
 import { HcpMetrics } from '../platform/observability/hcp-metrics';
 import { HcpRuntime } from '../platform/runtime/hcp-runtime';
 import { HCP_CONFIG, HCP_RUNTIME } from '../platform/tokens';
@@ -96,6 +96,7 @@ export class ProjectionHost implements OnApplicationBootstrap, OnApplicationShut
         info: (fields, msg) => logger.log({ ...fields, msg }),
         warn: (fields, msg) => logger.warn({ ...fields, msg }),
         error: (fields, msg) => logger.error({ ...fields, msg }),
+        isLevelEnabled: (level) => logLevelEnabled(this.config.logLevel, level),
       },
       onPublish: (o) => {
         this.metrics.publishDuration.observe({ sink: o.topic, outcome: o.outcome }, o.durationMs / 1000);

@@ -73,6 +73,25 @@ describe('LogPublisher', () => {
   });
 });
 
+describe("LogPublisher below its logger's level", () => {
+  it('writes no line when the logger drops info, still refusing what Kafka would refuse', async () => {
+    const written: string[] = [];
+    const observations: PublishObservation[] = [];
+    const logger = {
+      ...jsonLinesLogger((l) => written.push(l)),
+      isLevelEnabled: (level: string) => level !== 'info' && level !== 'debug',
+    };
+    const publisher = new LogPublisher(messagingConfig(), { logger, onPublish: (o) => observations.push(o) });
+    await publisher.publish('audit', [message(1), message(2)]);
+    expect(written).toHaveLength(0);
+    // Counted as handed over, as with a logger that writes them: the projection's checkpoint moves on.
+    expect(observations).toEqual([expect.objectContaining({ topic: 'audit', messages: 2, outcome: 'ok' })]);
+    await expect(publisher.publish('audit', [{ ...message(3), occurred_at: 'now' }])).rejects.toMatchObject({
+      code: 'INVALID_MESSAGE',
+    });
+  });
+});
+
 describe('createPublisher', () => {
   it('chooses Kafka when brokers are configured and the log otherwise', async () => {
     expect(createPublisher(messagingConfig(), { logger: SILENT_LOGGER }).kind).toBe('log');

@@ -10,6 +10,11 @@ export interface MessagingLogger {
   info(fields: object, message: string): void;
   warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
+  /**
+   * Whether a line at this level would be written (pino's `isLevelEnabled`). Optional: without it every
+   * level counts as enabled. Lets a writer skip building lines nobody will see.
+   */
+  isLevelEnabled?(level: 'debug' | 'info' | 'warn' | 'error'): boolean;
 }
 
 /** A logger that drops everything (tests that do not look at logs). */
