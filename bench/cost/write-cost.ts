@@ -10,16 +10,21 @@ import { cpuPerOk } from '../lib/rss-tree';
 import { distribution, log, round } from '../lib/util';
 
 /*
- * The CPU a create costs, at a fixed rate below saturation (issue #21):
+ * The CPU a create costs at a fixed rate (issue #21):
  * `node scripts/ts-run.js bench/cost/write-cost.ts --side=base: --side=trial:--some-v8-flag`.
  *
- * The write row is a closed loop that saturates both cores: its creates/s and CPU per create move with
- * group-commit sizes, queueing and the neighbours' load, ±30 % between runs of one build. Here HCP (the
- * compiled build as `npm start` runs it: launcher, API process, worker+projections) gets creates into one
- * project at a fixed rate, so every side sees the same arrivals and batch sizes, and the CPU of its
- * processes and of PostgreSQL is divided by the creates answered in the window. Sides (node/V8 flags for
+ * HCP (the compiled build as `npm start` runs it: launcher, API process, worker+projections) gets creates
+ * into one project at a fixed rate (an open loop: the same arrivals for every side), and the CPU of its
+ * processes and of PostgreSQL in the window is divided by the creates answered. Sides (node/V8 flags for
  * all of HCP's processes, comma-separated after the colon) alternate round by round on fresh databases, so
  * a slow spell of the machine falls on both.
+ *
+ * Read the figure with the rate: HCP's loops (group commits, leases, projection batches) take what has
+ * arrived, so batches grow with the rate and the CPU per create falls. Measured on the two-core machine
+ * (bench/README.md, the twenty-first session): 48 ms per create at 5/s (mostly per-batch costs), 7.2 ms
+ * at 250/s (1.8 cores busy), 4.09 ms at 450/s, where three rounds gave 4.090, 4.089 and 4.089 ms: both
+ * cores full, so the figure was the machine's CPU divided by the rate and no longer a cost. Compare sides
+ * at a rate that leaves the machine idle part of the time.
  *
  * Options: --side=<name>:<flags> (repeatable; default one side without flags), --rate=250 (creates/s),
  * --seconds=20, --warmup=10 (s at the same rate, on the same process, before the window), --rounds=3,
