@@ -8,7 +8,7 @@ import { CREATE_VM_TABLE, VM_TABLE } from '../peers/emmett/vm-table';
 import { freePort } from './hcp';
 import { ManagedProcess, RssSampler } from './proc';
 import type { CatalogRefs } from './seed';
-import { seedVmReadModel } from './seed';
+import { seedVmReadModel, settle } from './seed';
 import { log, sleep, waitFor } from './util';
 
 /** The peers every write and read row is measured against (bench/peers/), in column order. */
@@ -82,13 +82,14 @@ export async function seedPeerVms(client: Client, project: string, first: number
     id uuid PRIMARY KEY, project_id text, name text, zone text, image_id text, flavor_id text, status text, desired_state text,
     addresses jsonb, tags jsonb, metadata jsonb, last_job_id uuid, created_at timestamptz, updated_at timestamptz,
     state jsonb, view text, position bigint)`);
-  await seedVmReadModel(client, project, first, last, refs);
+  // A scratch copy, emptied below: only the peer's own table is settled.
+  await seedVmReadModel(client, project, first, last, refs, { settled: false });
   await client.query(
     `INSERT INTO ${VM_TABLE} (id, project_id, document, created_at)
      SELECT id, project_id, state, created_at FROM vm_read_model ON CONFLICT (id) DO NOTHING`,
   );
   await client.query(`TRUNCATE vm_read_model`);
-  await client.query(`ANALYZE ${VM_TABLE}`);
+  await settle(client, VM_TABLE);
 }
 
 /**

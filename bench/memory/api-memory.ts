@@ -205,7 +205,6 @@ async function main(): Promise<void> {
     const client = new Client({ connectionString: db.url });
     await client.connect();
     await seedVmReadModel(client, 'bench', 1, opts.vms, SEEDED);
-    await client.query('ANALYZE vm_read_model');
     await client.end();
     log(`seeded ${opts.vms.toLocaleString('en-US')} VMs`);
     await sleep(2000);
