@@ -91,8 +91,9 @@ function options(argv: string[]): Options {
 
 async function measure(side: Side, round_: number, opts: Options): Promise<Window> {
   const db = await createBenchDatabase();
-  const hcp = await HcpUnderTest.start({ databaseUrl: db.url, runtime: 'build', nodeFlags: side.flags });
+  let hcp: HcpUnderTest | undefined;
   try {
+    hcp = await HcpUnderTest.start({ databaseUrl: db.url, runtime: 'build', nodeFlags: side.flags });
     const load = {
       url: hcp.baseUrl,
       method: 'POST' as const,
@@ -121,7 +122,7 @@ async function measure(side: Side, round_: number, opts: Options): Promise<Windo
       byProcess: cpu.byProcess,
     };
   } finally {
-    await hcp.stop();
+    await hcp?.stop();
     await db.drop();
   }
 }
