@@ -13,10 +13,10 @@ import * as path from 'node:path';
 import { BenchContext, FULL, QUICK, Sizes } from './lib/context';
 import { ADMIN_URL, withClient } from './lib/db';
 import { buildHcp, BUILD_DIR, compileBenchScripts, Runtime } from './lib/hcp';
-import { ROOT } from './lib/proc';
+import { RESULTS_DIR, ROOT } from './lib/proc';
 import { relativeTargets, relativeTargetsTable } from './lib/relative-targets';
 import { ScenarioResult, table, verdict, ratio } from './lib/report';
-import { log } from './lib/util';
+import { fileStamp, log } from './lib/util';
 import { writePath } from './scenarios/write';
 import { readPath } from './scenarios/read';
 import { projectionLag } from './scenarios/lag';
@@ -62,10 +62,9 @@ function parseArgs(argv: string[]) {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const started = new Date();
-  const stamp = started.toISOString().replace(/[:.]/g, '-').replace(/Z$/, '');
-  const resultsDir = path.join(ROOT, 'bench', 'results');
-  mkdirSync(resultsDir, { recursive: true });
-  const profileDir = args.profile ? path.join(resultsDir, 'profiles', stamp) : null;
+  const stamp = fileStamp(started);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const profileDir = args.profile ? path.join(RESULTS_DIR, 'profiles', stamp) : null;
   const loadBefore = loadavg();
 
   if (args.runtime === 'build') {
@@ -90,7 +89,7 @@ async function main(): Promise<void> {
     ADMIN_URL,
     async (c) => (await c.query('SHOW server_version')).rows[0].server_version as string,
   ).catch(() => 'unknown');
-  const file = path.join(resultsDir, `${stamp}${args.quick ? '-quick' : ''}${args.profile ? '-profile' : ''}.json`);
+  const file = path.join(RESULTS_DIR, `${stamp}${args.quick ? '-quick' : ''}${args.profile ? '-profile' : ''}.json`);
   const report = () => ({
     startedAt: started.toISOString(),
     seconds: (Date.now() - started.getTime()) / 1000,

@@ -5,9 +5,9 @@ import { createBody } from '../lib/context';
 import { createBenchDatabase } from '../lib/db';
 import { buildHcp, HcpUnderTest } from '../lib/hcp';
 import { runLoad } from '../lib/load';
-import { ROOT } from '../lib/proc';
+import { RESULTS_DIR, ROOT } from '../lib/proc';
 import { cpuPerOk } from '../lib/rss-tree';
-import { distribution, log, round } from '../lib/util';
+import { distribution, fileStamp, log, round } from '../lib/util';
 
 /*
  * The CPU a create costs at a fixed rate (issue #21):
@@ -171,10 +171,8 @@ async function main(): Promise<void> {
     console.log(
       `| ${s.side} | ${cell(s.apiMs)} | ${cell(s.hcpMs)} | ${cell(s.postgresMs)} | ${cell(s.totalMs)} | ${cell(s.p99Ms)} |`,
     );
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('Z', '');
-  const dir = path.join(ROOT, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `cost-${stamp}-${opts.label}.json`);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `cost-${fileStamp(new Date())}-${opts.label}.json`);
   writeFileSync(
     file,
     `${JSON.stringify({ at: new Date().toISOString(), options: opts, loadAverageAfter: loadavg(), summary, windows }, null, 1)}\n`,

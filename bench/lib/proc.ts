@@ -5,6 +5,9 @@ import * as path from 'node:path';
 /** The repository root. */
 export const ROOT = path.join(__dirname, '..', '..');
 
+/** Where every harness (bench/run.ts, memory/, cost/) writes its results. */
+export const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
+
 /**
  * Samples a process's resident memory from /proc/<pid>/status (VmRSS every `everyMs`, VmHWM on demand).
  * Windows let one process's peak be reported per scenario, and the CPU it spent in the window.

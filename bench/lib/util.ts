@@ -28,6 +28,11 @@ export function distribution(values: number[]): Distribution {
   };
 }
 
+/** A time as results' file names carry it: 2026-12-07T01-51-33-277. */
+export function fileStamp(at: Date): string {
+  return at.toISOString().replace(/[:.]/g, '-').replace(/Z$/, '');
+}
+
 export function round(value: number | null | undefined, digits = 1): number | null {
   if (value === null || value === undefined || !Number.isFinite(value)) return null;
   const f = 10 ** digits;

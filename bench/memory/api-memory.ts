@@ -9,9 +9,9 @@ import { SEEDED } from '../lib/context';
 import { createBenchDatabase } from '../lib/db';
 import { BENCH_ENV, BUILD_DIR, buildHcp, freePort } from '../lib/hcp';
 import { runLoad, LoadResult } from '../lib/load';
-import { ManagedProcess, ROOT, RssSampler } from '../lib/proc';
+import { ManagedProcess, RESULTS_DIR, ROOT, RssSampler } from '../lib/proc';
 import { seedVmReadModel } from '../lib/seed';
-import { log, round, sleep } from '../lib/util';
+import { fileStamp, log, round, sleep } from '../lib/util';
 import { summarizeAllocations } from './allocation-summary';
 import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
 
@@ -61,7 +61,7 @@ function options(argv: string[]): Options {
 }
 
 const HOOK = path.join(ROOT, 'bench', 'memory', 'memory-hook.js');
-const PROFILES = path.join(ROOT, 'bench', 'results', 'profiles', 'memory');
+const PROFILES = path.join(RESULTS_DIR, 'profiles', 'memory');
 
 interface Usage {
   rssMb: number;
@@ -278,12 +278,7 @@ async function main(): Promise<void> {
     await api?.stop().catch(() => undefined);
     await db.drop().catch((err: Error) => log(`dropping ${db.name}: ${err.message}`));
   }
-  const out = path.join(
-    ROOT,
-    'bench',
-    'results',
-    `memory-${(result.at as string).replace(/[:.]/g, '-').replace('Z', '')}-${opts.label}.json`,
-  );
+  const out = path.join(RESULTS_DIR, `memory-${fileStamp(new Date(result.at as string))}-${opts.label}.json`);
   writeFileSync(out, `${JSON.stringify(result, null, 1)}\n`);
   log(`wrote ${path.relative(ROOT, out)}`);
 }
