@@ -158,6 +158,8 @@ export class HcpUnderTest {
         ...(options.cpuProfDir && process.env.HCP_BENCH_PROFILE_HEAP ? { HCP_BENCH_PROFILE_HEAP: '1' } : {}),
         // HCP_API_PROCESSES=0 in the harness's environment measures the one all-roles process of before.
         ...(process.env.HCP_API_PROCESSES ? { HCP_API_PROCESSES: process.env.HCP_API_PROCESSES } : {}),
+        // HCP_API_SEMI_SPACE_MB in the harness's environment measures every row with that young generation.
+        ...(process.env.HCP_API_SEMI_SPACE_MB ? { HCP_API_SEMI_SPACE_MB: process.env.HCP_API_SEMI_SPACE_MB } : {}),
         ...options.env,
       },
       { nodeFlags },

@@ -4,7 +4,8 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { loadOrCreateDevSigningKey, signDevToken } from '@hcp/auth';
-import { API_ENV, API_NODE_FLAGS } from '../../src/launcher/child-specs';
+import { loadConfig } from '../../src/config/hcp-config';
+import { API_ENV, apiNodeFlags } from '../../src/launcher/child-specs';
 import { SEEDED } from '../lib/context';
 import { createBenchDatabase } from '../lib/db';
 import { BENCH_ENV, BUILD_DIR, buildHcp, freePort } from '../lib/hcp';
@@ -17,7 +18,8 @@ import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
 
 /*
  * The memory of ONE HCP API process (issue #21 item 5): `node scripts/ts-run.js bench/memory/api-memory.ts`.
- * The process runs as the launcher runs its API children (compiled build, HCP_ROLES=api, API_NODE_FLAGS,
+ * The process runs as the launcher runs its API children (compiled build, HCP_ROLES=api, the V8 flags of
+ * the default configuration (apiNodeFlags),
  * no catalog seeding, the pool size the launcher gives each of two API processes on a 100-connection
  * server) on a scratch database holding 100,000 VMs of one project in vm_read_model. Reported: RSS and
  * heap at idle after start, and after a forced major GC; peak RSS / heap (sampled every 100 ms) and GC
@@ -28,7 +30,7 @@ import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
  * included; its own cost makes that window's rate and CPU figures not comparable with a run without it),
  * and allocation-summary.ts reports the bytes a read allocates and where.
  *
- * Options: --no-build (reuse bench/.build), --flags=<comma-separated V8 flags> (instead of API_NODE_FLAGS;
+ * Options: --no-build (reuse bench/.build), --flags=<comma-separated V8 flags> (instead of the launcher's;
  * `--flags=` for none), --vms=100000, --seconds=10, --warmup=3, --snapshot, --allocations, --label=<name>.
  * Writes bench/results/memory-<timestamp>-<label>.json; snapshots and allocation profiles go under
  * bench/results/profiles/memory/.
@@ -50,7 +52,7 @@ function options(argv: string[]): Options {
   const flags = value('flags');
   return {
     build: !argv.includes('--no-build'),
-    flags: flags === undefined ? [...API_NODE_FLAGS] : flags.split(',').filter(Boolean),
+    flags: flags === undefined ? apiNodeFlags(loadConfig({})) : flags.split(',').filter(Boolean),
     vms: Number(value('vms') ?? 100_000),
     seconds: Number(value('seconds') ?? 10),
     warmup: Number(value('warmup') ?? 3),

@@ -35,6 +35,13 @@ describe('configuration', () => {
     }
   });
 
+  it('refuses an API semi-space outside 1 to 64 MB', () => {
+    expect(loadConfig({ HCP_API_SEMI_SPACE_MB: '12' }).apiSemiSpaceMb).toBe(12);
+    for (const bad of ['0', '65', '4.5', 'big']) {
+      expect(() => loadConfig({ HCP_API_SEMI_SPACE_MB: bad })).toThrow(/HCP_API_SEMI_SPACE_MB/);
+    }
+  });
+
   it('requires exactly one JWKS source in jwks mode', () => {
     expect(() => loadConfig({ HCP_AUTH_MODE: 'jwks' })).toThrow(/HCP_JWKS_FILE/);
     expect(() =>

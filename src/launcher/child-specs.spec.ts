@@ -55,6 +55,13 @@ describe('launcher child specs', () => {
     expect(apiEnv({ MALLOC_ARENA_MAX: '4' }).MALLOC_ARENA_MAX).toBe('4');
   });
 
+  it('gives API processes 4 MB semi-spaces unless HCP_API_SEMI_SPACE_MB says otherwise, and the worker V8 defaults', () => {
+    const specs = (env: NodeJS.ProcessEnv) => childSpecs(loadConfig(env), { shared: {}, connectionLimit: 97, env });
+    expect(specs({}).api[0]!.nodeFlags).toContain('--max-semi-space-size=4');
+    expect(specs({ HCP_API_SEMI_SPACE_MB: '12' }).api[0]!.nodeFlags).toContain('--max-semi-space-size=12');
+    expect(specs({ HCP_API_SEMI_SPACE_MB: '12' }).background.nodeFlags ?? []).toEqual([]);
+  });
+
   it('runs an API process per core but the one the worker and projections need, and at least one', () => {
     expect([1, 2, 4, 16].map(defaultApiProcesses)).toEqual([1, 1, 3, 15]);
   });

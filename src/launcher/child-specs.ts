@@ -22,23 +22,34 @@ const MAX_API_POOL_SIZE = 20;
 const BACKGROUND_WORKER_CONCURRENCY = '128';
 
 /**
- * V8 flags of an API process. An API request allocates little that outlives it, so a small young
- * generation (4 MB semi-spaces instead of V8's 16) is collected often and cheaply instead of holding
- * pages. The live heap of an API process is ~45 MB (mostly the code and source text of the ~2,800 modules
- * it loads), but V8's default growth factor (up to 4x the live heap after each major GC, with a multi-GB
+ * V8 flags of an API process.
+ *
+ * The young generation (HCP_API_SEMI_SPACE_MB, 4 MB semi-spaces by default instead of V8's 16) is the
+ * trade between memory and write throughput. Under reads, a larger one only holds pages: 4 MB kept the
+ * peak RSS at 136-142 MB at 100,000 VMs, 8 MB at 147-151, 12 MB at 163-170, 16 MB at 165-173
+ * (bench/memory/api-memory.ts). Under creates, a request waits ~170 ms for its group commit (100 clients
+ * at ~600 creates/s) holding ~50 KB, and the API allocates ~190 KB per create: with 4 MB semi-spaces that
+ * state outlives two scavenges and is promoted, so garbage collection (scavenges copying it, then major
+ * GCs marking it) is ~40 % of the API's CPU; from 12 MB up it mostly dies young, and closed-loop write
+ * windows made 25-45 % more creates/s (bench/README.md, the twenty-second session).
+ *
+ * The live heap of an API process is ~45 MB (mostly the code and source text of the ~2,800 modules it
+ * loads), but V8's default growth factor (up to 4x the live heap after each major GC, with a multi-GB
  * limit) let the old space fill to ~190 MB of promoted garbage before collecting: 254-267 MB peak RSS
- * under 10 s of reads at 100,000 VMs (bench/memory/api-memory.ts). `--heap-growing-percent` makes the
- * next major GC come at that much above the live heap instead, with no hard cap (unlike
- * --max-old-space-size, a large answer cannot make the process run out of heap). At 50 the peak was
- * 146-153 MB, on both sides of the 150 MB target from run to run; at 35, with API_ENV, 137-145 MB, reads
- * costing the same CPU within the noise (bench/README.md, "Issue #21 item 5" and the nineteenth session).
+ * under 10 s of reads at 100,000 VMs. `--heap-growing-percent` makes the next major GC come at that much
+ * above the live heap instead, with no hard cap (unlike --max-old-space-size, a large answer cannot make
+ * the process run out of heap). At 50 the peak was 146-153 MB, on both sides of the 150 MB target from
+ * run to run; at 35, with API_ENV, 137-145 MB, reads costing the same CPU within the noise
+ * (bench/README.md, "Issue #21 item 5" and the nineteenth session).
  */
-export const API_NODE_FLAGS = ['--max-semi-space-size=4', '--heap-growing-percent=35'];
+export function apiNodeFlags(config: Pick<HcpConfig, 'apiSemiSpaceMb'>): string[] {
+  return [`--max-semi-space-size=${config.apiSemiSpaceMb}`, '--heap-growing-percent=35'];
+}
 
 /**
  * Environment of an API process besides HCP's own variables. glibc gives each thread that allocates its
  * own malloc arena (up to 8 per core), and memory freed in one is not reused by another: two arenas held
- * the peak RSS of an API process 2 MB lower under reads (same measurements as API_NODE_FLAGS). Ignored
+ * the peak RSS of an API process 2 MB lower under reads (same measurements as apiNodeFlags). Ignored
  * by other C libraries. An operator's own MALLOC_ARENA_MAX is kept.
  */
 export const API_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
@@ -85,7 +96,7 @@ export function childSpecs(config: HcpConfig, { shared, connectionLimit, env }: 
         HCP_DB_POOL_SIZE: String(pools.api),
         HCP_SEED_CATALOG: 'false',
       },
-      nodeFlags: API_NODE_FLAGS,
+      nodeFlags: apiNodeFlags(config),
     })),
   };
 }
