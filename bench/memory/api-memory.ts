@@ -18,8 +18,8 @@ import { summarizeHeapSnapshot, HeapSummary } from './heap-summary';
 
 /*
  * The memory of ONE HCP API process (issue #21 item 5): `node scripts/ts-run.js bench/memory/api-memory.ts`.
- * The process runs as the launcher runs its API children (compiled build, HCP_ROLES=api, the V8 flags of
- * the default configuration (apiNodeFlags),
+ * The process runs as the launcher runs its API children (compiled build, HCP_ROLES=api, apiNodeFlags:
+ * the default configuration's, or HCP_API_SEMI_SPACE_MB's from the harness's environment,
  * no catalog seeding, the pool size the launcher gives each of two API processes on a 100-connection
  * server) on a scratch database holding 100,000 VMs of one project in vm_read_model. Reported: RSS and
  * heap at idle after start, and after a forced major GC; peak RSS / heap (sampled every 100 ms) and GC
@@ -52,7 +52,10 @@ function options(argv: string[]): Options {
   const flags = value('flags');
   return {
     build: !argv.includes('--no-build'),
-    flags: flags === undefined ? apiNodeFlags(loadConfig({})) : flags.split(',').filter(Boolean),
+    flags:
+      flags === undefined
+        ? apiNodeFlags(loadConfig({ HCP_API_SEMI_SPACE_MB: process.env.HCP_API_SEMI_SPACE_MB }))
+        : flags.split(',').filter(Boolean),
     vms: Number(value('vms') ?? 100_000),
     seconds: Number(value('seconds') ?? 10),
     warmup: Number(value('warmup') ?? 3),
