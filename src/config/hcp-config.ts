@@ -153,7 +153,7 @@ const CORE_VARIABLES: readonly VariableSpec[] = [
     name: 'HCP_API_SEMI_SPACE_MB',
     default: '4',
     description:
-      "`npm start` without HCP_ROLES: V8's largest semi-space (half the young generation) of each API process, in MB, 1 to 64; more trades memory for write throughput (4: ~140 MB peak RSS under reads at 100,000 VMs; 12: ~165 MB, 25-45 % more creates/s under load)",
+      "`npm start` without HCP_ROLES: V8's largest semi-space (half the young generation) of each API process, in MB, 1 to 64; more trades memory for write throughput (4: ~140 MB peak RSS under reads at 100,000 VMs; 12: ~165 MB, with more creates/s, a lower write p99 and a faster burst of jobs; bench/README.md)",
   },
   {
     name: 'HCP_DB_POOL_SIZE',

@@ -31,7 +31,8 @@ const BACKGROUND_WORKER_CONCURRENCY = '128';
  * at ~600 creates/s) holding ~50 KB, and the API allocates ~190 KB per create: with 4 MB semi-spaces that
  * state outlives two scavenges and is promoted, so garbage collection (scavenges copying it, then major
  * GCs marking it) is ~40 % of the API's CPU; from 12 MB up it mostly dies young, and closed-loop write
- * windows made 25-45 % more creates/s (bench/README.md, the twenty-second session).
+ * windows made 25-45 % more creates/s (a full bench run: the write row +4 %, its p99 -20 %, the burst of
+ * 1,000 jobs +44 %; bench/README.md, the twenty-second session).
  *
  * The live heap of an API process is ~45 MB (mostly the code and source text of the ~2,800 modules it
  * loads), but V8's default growth factor (up to 4x the live heap after each major GC, with a multi-GB
