@@ -78,6 +78,16 @@ export interface HcpOptions {
   nodeFlags?: string[];
 }
 
+/**
+ * HCP variables the harness's own environment passes to every HCP it starts: HCP_API_PROCESSES=0 measures
+ * the one all-roles process of before; HCP_API_SEMI_SPACE_MB measures every row with that young generation.
+ */
+const PASSED_FROM_HARNESS = ['HCP_API_PROCESSES', 'HCP_API_SEMI_SPACE_MB'] as const;
+
+function fromHarnessEnv(names: readonly string[]): Record<string, string> {
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
+}
+
 /** The environment every benchmark runs HCP with: instant simulator, no rate limiting, quiet logs. */
 export const BENCH_ENV: Record<string, string> = {
   LOG_LEVEL: 'warn',
@@ -156,10 +166,7 @@ export class HcpUnderTest {
         ...(options.cpuProfDir ? { HCP_BENCH_PROFILE_DIR: options.cpuProfDir } : {}),
         // HCP_BENCH_PROFILE_HEAP=1 with --profile: the hook samples allocations too (profile-hook.js).
         ...(options.cpuProfDir && process.env.HCP_BENCH_PROFILE_HEAP ? { HCP_BENCH_PROFILE_HEAP: '1' } : {}),
-        // HCP_API_PROCESSES=0 in the harness's environment measures the one all-roles process of before.
-        ...(process.env.HCP_API_PROCESSES ? { HCP_API_PROCESSES: process.env.HCP_API_PROCESSES } : {}),
-        // HCP_API_SEMI_SPACE_MB in the harness's environment measures every row with that young generation.
-        ...(process.env.HCP_API_SEMI_SPACE_MB ? { HCP_API_SEMI_SPACE_MB: process.env.HCP_API_SEMI_SPACE_MB } : {}),
+        ...fromHarnessEnv(PASSED_FROM_HARNESS),
         ...options.env,
       },
       { nodeFlags },
