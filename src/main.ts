@@ -100,7 +100,8 @@ async function main(): Promise<void> {
     ),
   );
   // Where nestjs-pino's own middleware ran (see loggerOptions): after the checks above, before the routes.
-  fastify.addHook('onRequest', requestLogging(requestLoggerOptions(config.logLevel)));
+  const completionLines = requestLogging(requestLoggerOptions(config.logLevel));
+  if (completionLines) fastify.addHook('onRequest', completionLines);
   acceptJsonBodies(fastify, LIMITS.bodyBytes);
   fastify.addHook('preValidation', edgeHook(inputGuard));
   fastify.addHook('onResponse', httpMetrics(metrics));

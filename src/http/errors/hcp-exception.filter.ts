@@ -8,6 +8,7 @@ import { RefusalLedger } from './refusal-ledger';
 import { envelopeOf, toTaxonomyError } from './error-envelope';
 import { JSON_CONTENT_TYPE } from '../json-text';
 import { traceIdOf } from '../request/request-id';
+import { requestLogFields } from '../request/logger-options';
 import { UnavailableError } from '../../platform/availability/unavailable-error';
 
 /** Every error path of the API answers the taxonomy envelope, with the request's trace id. */
@@ -53,7 +54,7 @@ export class HcpExceptionFilter implements ExceptionFilter {
       }
       if (verdict.kind === 'record') await this.record(error, req);
     } catch (err) {
-      this.logger.error({ msg: 'could not record a refused request', trace_id: traceIdOf(req), err });
+      this.logger.error({ msg: 'could not record a refused request', ...requestLogFields(req), err });
     }
     renderError(exception, req, res, this.logger);
   }
@@ -90,14 +91,14 @@ function isRefusal(error: HcpError, req: RefusableRequest): boolean {
 export function renderError(exception: unknown, req: Request, res: Response, logger: Logger): void {
   const error = toTaxonomyError(exception);
   if (error.code === 'INTERNAL_ERROR' && !(exception instanceof HcpError) && !(exception instanceof HttpException)) {
-    logger.error({ msg: 'unhandled error', trace_id: traceIdOf(req), err: exception });
+    logger.error({ msg: 'unhandled error', ...requestLogFields(req), err: exception });
   }
   if (error instanceof UnavailableError) {
     res.header('Retry-After', String(error.retryAfterSeconds));
     // Read by the availability gate, which counts these answers.
     res.unavailable = error.reason;
     if (error !== exception)
-      logger.warn({ msg: `answered 503: ${error.reason} unavailable`, trace_id: traceIdOf(req), err: exception });
+      logger.warn({ msg: `answered 503: ${error.reason} unavailable`, ...requestLogFields(req), err: exception });
   }
   res
     .status(error.httpStatus)

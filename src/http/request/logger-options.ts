@@ -23,15 +23,7 @@ export function requestLoggerOptions(level: LogLevel): Options {
     level,
     genReqId: (req: IncomingMessage) => traceIdOf(req.hcpRequest ?? {}),
     // Who and which project, once the request is authenticated (the completion line has them).
-    customProps: (req: IncomingMessage) => {
-      const r = req.hcpRequest as (Request & { user?: { sub?: string } }) | undefined;
-      const project = recordedProjectId(r?.params?.project_id).project_id;
-      return {
-        trace_id: traceIdOf(r ?? {}),
-        ...(r?.user?.sub ? { actor: r.user.sub } : {}),
-        ...(project ? { project_id: project } : {}),
-      };
-    },
+    customProps: (req: IncomingMessage) => requestBindings(req.hcpRequest as LoggedRequest | undefined),
     redact: {
       paths: [
         'req.headers.authorization',
@@ -56,6 +48,27 @@ export function requestLoggerOptions(level: LogLevel): Options {
       }),
     },
   };
+}
+
+type LoggedRequest = Request & { user?: { sub?: string } };
+
+/** The trace id, actor and project of a request, as its log lines carry them. */
+function requestBindings(r: LoggedRequest | undefined): Record<string, string> {
+  const project = recordedProjectId(r?.params?.project_id).project_id;
+  return {
+    trace_id: traceIdOf(r ?? {}),
+    ...(r?.user?.sub ? { actor: r.user.sub } : {}),
+    ...(project ? { project_id: project } : {}),
+  };
+}
+
+/**
+ * What a line written about a request (the error it was answered with, a record that could not be
+ * written) says of it: what its completion line says (trace id, actor, project), and its method and URL,
+ * the query left out. Passed by the line itself: no logger is bound to the request (requestLogging).
+ */
+export function requestLogFields(req: LoggedRequest): Record<string, unknown> {
+  return { ...requestBindings(req), req: { id: traceIdOf(req), method: req.method, url: loggedUrl(req.url) } };
 }
 
 /**

@@ -7,6 +7,7 @@ import { Principal, ROUTE_POLICIES, routeKey } from '@hcp/auth';
 import { HcpError } from '@hcp/domain';
 import { CarriedRequest, CarryingRequest, RecordedRequest, RequestOutcome, RequestRecorder } from './request-recorder';
 import { traceIdOf } from './request-id';
+import { requestLogFields } from './logger-options';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -55,56 +56,56 @@ export class RequestAuditInterceptor implements NestInterceptor {
     } as const;
     if (CARRIED_ROUTES.has(routeKey(req.method, route))) {
       req.carried = this.recorder.carry(facts, traceId);
-      return this.carrying(req.carried, next, res, traceId);
+      return this.carrying(req.carried, next, res, req);
     }
     const received = this.recorder.received(facts, traceId);
     return from(received).pipe(
       mergeMap((recorded) =>
         next.handle().pipe(
           mergeMap((body) =>
-            from(
-              this.answer(recorded, { status: res.statusCode, error_code: null, job_id: jobIdOf(body) }, traceId),
-            ).pipe(map(() => body)),
+            from(this.answer(recorded, { status: res.statusCode, error_code: null, job_id: jobIdOf(body) }, req)).pipe(
+              map(() => body),
+            ),
           ),
           catchError((err: unknown) => {
             const outcome = { ...failureOf(err), job_id: null };
-            return from(this.answer(recorded, outcome, traceId)).pipe(mergeMap(() => throwError(() => err)));
+            return from(this.answer(recorded, outcome, req)).pipe(mergeMap(() => throwError(() => err)));
           }),
         ),
       ),
     );
   }
 
-  private carrying(carried: CarriedRequest, next: CallHandler, res: Response, traceId: string): Observable<unknown> {
+  private carrying(carried: CarriedRequest, next: CallHandler, res: Response, req: Request): Observable<unknown> {
     return next.handle().pipe(
       mergeMap((body) => {
         const jobId = jobIdOf(body);
         if (jobId !== null && carried.committedJobId === jobId && res.statusCode === 202) return [body];
         const outcome = { status: res.statusCode, error_code: null, job_id: jobId };
-        return from(this.recordAfter(carried, outcome, traceId)).pipe(map(() => body));
+        return from(this.recordAfter(carried, outcome, req)).pipe(map(() => body));
       }),
       catchError((err: unknown) => {
         // Committed as accepted: the job exists and runs, whatever failed after; that is what stays recorded.
         if (carried.committedJobId !== null) return throwError(() => err);
         const outcome = { ...failureOf(err), job_id: null };
-        return from(this.recordAfter(carried, outcome, traceId)).pipe(mergeMap(() => throwError(() => err)));
+        return from(this.recordAfter(carried, outcome, req)).pipe(mergeMap(() => throwError(() => err)));
       }),
     );
   }
 
-  private async recordAfter(carried: CarriedRequest, outcome: RequestOutcome, traceId: string): Promise<void> {
+  private async recordAfter(carried: CarriedRequest, outcome: RequestOutcome, req: Request): Promise<void> {
     try {
-      await this.recorder.recordedAfter(carried, outcome, traceId);
+      await this.recorder.recordedAfter(carried, outcome, traceIdOf(req));
     } catch (err) {
-      this.logger.error({ msg: 'could not record a request', trace_id: traceId, err });
+      this.logger.error({ msg: 'could not record a request', ...requestLogFields(req), err });
     }
   }
 
-  private async answer(recorded: RecordedRequest, outcome: RequestOutcome, traceId: string): Promise<void> {
+  private async answer(recorded: RecordedRequest, outcome: RequestOutcome, req: Request): Promise<void> {
     try {
-      await this.recorder.answered(recorded, outcome, traceId);
+      await this.recorder.answered(recorded, outcome, traceIdOf(req));
     } catch (err) {
-      this.logger.error({ msg: 'could not record the answer to a request', trace_id: traceId, err });
+      this.logger.error({ msg: 'could not record the answer to a request', ...requestLogFields(req), err });
     }
   }
 }

@@ -1,7 +1,7 @@
+import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Store, storage } from 'nestjs-pino/storage';
-import { requestLoggerOptions } from './logger-options';
+import { requestLogFields, requestLoggerOptions } from './logger-options';
 import { requestLogging } from './request-logging';
 
 function logged(level: 'warn' | 'info') {
@@ -12,7 +12,7 @@ function logged(level: 'warn' | 'info') {
       done();
     },
   });
-  return { lines, middleware: requestLogging({ ...requestLoggerOptions(level), stream }) };
+  return { lines, hook: requestLogging({ ...requestLoggerOptions(level), stream }) };
 }
 
 /** A request as Fastify presents it to a hook: its own object, and Node's message under `raw`. */
@@ -34,27 +34,49 @@ const request = () => {
   } as unknown as FastifyRequest;
 };
 
-const response = () => ({ raw: { on: () => undefined, removeListener: () => undefined } }) as unknown as FastifyReply;
+/** Node's response under `raw`: pino-http writes its line when the response finishes. */
+const response = () => {
+  const raw = Object.assign(new EventEmitter(), {
+    statusCode: 202,
+    writableEnded: true,
+    headersSent: true,
+    getHeaders: () => ({ 'content-type': 'application/json' }),
+  });
+  return { raw } as unknown as FastifyReply;
+};
 
 describe('request logging', () => {
-  it('writes a line logged while answering with the request, its trace id and actor, credentials redacted', () => {
-    const { lines, middleware } = logged('warn');
-    middleware(request(), response(), (() => {
-      (storage.getStore() as Store).logger.warn('something odd');
-    }) as () => void);
+  it('writes one line per request at info: its answer, the request, its trace id and actor, credentials redacted', () => {
+    const { lines, hook } = logged('info');
+    const reply = response();
+    let passed = 0;
+    hook!(request(), reply, () => passed++);
+    expect(passed).toBe(1);
+    expect(lines).toEqual([]);
+    (reply.raw as unknown as EventEmitter).emit('finish');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
-      msg: 'something odd',
+      msg: 'request completed',
       trace_id: 'trace-7',
       actor: 'lena',
       project_id: 'p1',
+      res: { statusCode: 202 },
       req: { id: 'trace-7', url: '/v1/projects/p1/vms?[redacted]', headers: { authorization: '[redacted]' } },
     });
   });
 
-  it('writes nothing for a request that logs nothing when request lines are off', () => {
-    const { lines, middleware } = logged('warn');
-    middleware(request(), response(), (() => undefined) as () => void);
-    expect(lines).toEqual([]);
+  it('adds no hook when request lines are off, so a request that logs nothing costs nothing', () => {
+    expect(logged('warn').hook).toBeNull();
+  });
+
+  it('names the request in a line about it: trace id, actor, project, method and URL without the query', () => {
+    const fields = requestLogFields(request() as unknown as Parameters<typeof requestLogFields>[0]);
+    expect(fields).toEqual({
+      trace_id: 'trace-7',
+      actor: 'lena',
+      project_id: 'p1',
+      req: { id: 'trace-7', method: 'GET', url: '/v1/projects/p1/vms?[redacted]' },
+    });
+    expect(JSON.stringify(fields)).not.toContain('secret');
   });
 });
