@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { type Options, pinoHttp } from 'pino-http';
@@ -30,7 +29,7 @@ export function requestLogging(
   if (!(http.logger as Logger).isLevelEnabled('info')) return null;
   return (req: FastifyRequest, reply: FastifyReply, done: Done): void => {
     req.raw.hcpRequest = req;
-    http(req.raw as IncomingMessage, reply.raw);
+    http(req.raw, reply.raw);
     done();
   };
 }
