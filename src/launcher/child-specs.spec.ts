@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
+import { spawnSync } from 'node:child_process';
 import { defaultApiProcesses, loadConfig } from '../config/hcp-config';
-import { childSpecs, schedulingPolicy } from './child-specs';
+import { apiNodeFlags, childSpecs, schedulingPolicy } from './child-specs';
 
 /** Connections all children may open: two pools per process. */
 function connectionsOf(env: NodeJS.ProcessEnv, connectionLimit: number): { total: number; api: number; bg: number } {
@@ -60,6 +61,14 @@ describe('launcher child specs', () => {
     expect(specs({}).api[0]!.nodeFlags).toContain('--max-semi-space-size=4');
     expect(specs({ HCP_API_SEMI_SPACE_MB: '12' }).api[0]!.nodeFlags).toContain('--max-semi-space-size=12');
     expect(specs({ HCP_API_SEMI_SPACE_MB: '12' }).background.nodeFlags ?? []).toEqual([]);
+  });
+
+  it('gives API processes only flags this Node accepts, allocation-site pretenuring off among them', () => {
+    const flags = apiNodeFlags(loadConfig({}));
+    expect(flags).toContain('--no-allocation-site-pretenuring');
+    const run = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
   });
 
   it('runs an API process per core but the one the worker and projections need, and at least one', () => {

@@ -42,9 +42,21 @@ const BACKGROUND_WORKER_CONCURRENCY = '128';
  * the process run out of heap). At 50 the peak was 146-153 MB, on both sides of the 150 MB target from
  * run to run; at 35, with API_ENV, 137-145 MB, reads costing the same CPU within the noise
  * (bench/README.md, "Issue #21 item 5" and the nineteenth session).
+ *
+ * Allocation-site pretenuring is off: V8 allocates a site's objects straight in the old space once most
+ * of them have survived a scavenge, and while an API process warms up some of the request path's sites
+ * (passport's per-request strategy among them) qualify. From then on every request made old objects
+ * pointing at its young ones, and a scavenge keeps whatever an old object points at, dead or not: each
+ * request's headers, body and request objects were copied, promoted and left for the next major GC.
+ * Under detail reads that was ~530 KB of every ~3 MB a scavenge found; without pretenuring, ~3 KB
+ * (with ServingState's list). bench/README.md, the twenty-fourth session.
  */
 export function apiNodeFlags(config: Pick<HcpConfig, 'apiSemiSpaceMb'>): string[] {
-  return [`--max-semi-space-size=${config.apiSemiSpaceMb}`, '--heap-growing-percent=35'];
+  return [
+    `--max-semi-space-size=${config.apiSemiSpaceMb}`,
+    '--heap-growing-percent=35',
+    '--no-allocation-site-pretenuring',
+  ];
 }
 
 /**

@@ -51,6 +51,25 @@ describe('ServingState', () => {
     expect(state.requestsInFlight).toBe(0);
   });
 
+  it('drains every request still in flight, whichever of the others were answered first', async () => {
+    const state = new ServingState();
+    const [first, middle, last] = [response(), response(), response()];
+    for (const res of [first, middle, last]) state.track(res);
+    middle.emit('finish');
+    state.drain();
+    expect(state.requestsInFlight).toBe(2);
+    expect([first.headers.connection, middle.headers.connection, last.headers.connection]).toEqual([
+      'close',
+      undefined,
+      'close',
+    ]);
+    const whenIdle = state.whenIdle();
+    last.emit('finish');
+    first.emit('close');
+    await whenIdle;
+    expect(state.requestsInFlight).toBe(0);
+  });
+
   it('is idle at once with no request in flight', async () => {
     await expect(new ServingState().whenIdle()).resolves.toBeUndefined();
   });
