@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { MIGRATE_EXIT } from '../../../src/cli/migrate-command';
 import { CONFIG_VARIABLES, loadConfig } from '../../../src/config/hcp-config';
+import { apiNodeFlags } from '../../../src/launcher/child-specs';
 import {
   DOCKERFILE,
   healthPaths,
@@ -144,6 +145,13 @@ describe('deploy/kubernetes/', () => {
       expect(podSpec(workload).terminationGracePeriodSeconds * 1000).toBeGreaterThan(graceMs);
     }
     expect(quantity(hcpContainer('api').resources.limits.memory)).toBeGreaterThanOrEqual(332 * 2 ** 20);
+  });
+
+  it('the API pods run the image command with the V8 flags npm start gives its API processes', () => {
+    const command = JSON.parse(/^CMD (.+)$/m.exec(readFileSync(DOCKERFILE, 'utf8'))![1]!) as string[];
+    const api = hcpContainer('api');
+    expect(api.command).toBeUndefined();
+    expect(api.args).toEqual([command[0], ...apiNodeFlags(loadConfig(loadable(environment(api)))), ...command.slice(1)]);
   });
 
   it('every pod runs as the image user, not root, without privileges, on a read-only root file system', () => {
