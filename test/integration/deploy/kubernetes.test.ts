@@ -151,7 +151,11 @@ describe('deploy/kubernetes/', () => {
     const command = JSON.parse(/^CMD (.+)$/m.exec(readFileSync(DOCKERFILE, 'utf8'))![1]!) as string[];
     const api = hcpContainer('api');
     expect(api.command).toBeUndefined();
-    expect(api.args).toEqual([command[0], ...apiNodeFlags(loadConfig(loadable(environment(api)))), ...command.slice(1)]);
+    expect(api.args).toEqual([
+      command[0],
+      ...apiNodeFlags(loadConfig(loadable(environment(api)))),
+      ...command.slice(1),
+    ]);
   });
 
   it('every pod runs as the image user, not root, without privileges, on a read-only root file system', () => {
