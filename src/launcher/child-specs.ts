@@ -27,7 +27,8 @@ const BACKGROUND_WORKER_CONCURRENCY = '128';
  * The young generation (HCP_API_SEMI_SPACE_MB, 4 MB semi-spaces by default instead of V8's 16) is the
  * trade between memory and write throughput. Under reads, a larger one only holds pages: 4 MB kept the
  * peak RSS at 127-133 MB at 100,000 VMs, 8 MB at 133-142, 12 MB at 145-157, 16 MB at 142-156
- * (bench/memory/api-memory.ts, the twenty-fourth session; ~10 MB more each before pretenuring was off). Under creates, a request waits ~170 ms for its group commit (100 clients
+ * (bench/memory/api-memory.ts, the twenty-fourth session; 136-142, 147-151, 163-170 and 165-173 before
+ * pretenuring was off). Under creates, a request waits ~170 ms for its group commit (100 clients
  * at ~600 creates/s) holding ~50 KB, and the API allocates ~170 KB per create: with 4 MB semi-spaces that
  * state outlives two scavenges and is promoted, so garbage collection (scavenges copying it, then major
  * GCs marking it) is ~40 % of the API's CPU; from 12 MB up it mostly dies young, and closed-loop write
