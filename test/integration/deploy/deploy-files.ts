@@ -123,6 +123,12 @@ export function imageUser(content: string): string {
   return users.length ? (users[users.length - 1]!.getArgumentsContent() ?? '').trim() : 'root';
 }
 
+/** The command the image runs: the final stage's CMD, in exec form. */
+export function imageCommand(content: string): string[] {
+  const cmd = finalStage(content).find((i) => i.getKeyword() === 'CMD')!;
+  return JSON.parse(cmd.getArgumentsContent()!) as string[];
+}
+
 /** What keeps the image from running as HCP's deployments expect: non-root by number, checked health. */
 export function imageProblems(content: string): Problem[] {
   const problems: Problem[] = [];

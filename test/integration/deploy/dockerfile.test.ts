@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { validate as lintDockerfile } from 'dockerfile-utils';
-import { DOCKERFILE, finalStage, healthPaths, imageProblems, imageUser, ROOT } from './deploy-files';
+import { DOCKERFILE, healthPaths, imageCommand, imageProblems, imageUser, ROOT } from './deploy-files';
 
 /**
  * The image, checked statically: this machine has no Docker daemon to build it. The linter is
@@ -41,8 +41,7 @@ describe('docker/Dockerfile', () => {
   });
 
   it('starts the entry point the build compiles: dist/src/main.js from src/main.ts', () => {
-    const cmd = finalStage(dockerfile).find((i) => i.getKeyword() === 'CMD')!;
-    const script = JSON.parse(cmd.getArgumentsContent()!) as string[];
+    const script = imageCommand(dockerfile);
     expect(script[0]).toBe('node');
     expect(script[1]).toMatch(/^dist\/.+\.js$/);
     expect(existsSync(path.join(ROOT, script[1]!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);

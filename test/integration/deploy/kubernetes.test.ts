@@ -8,6 +8,7 @@ import { apiNodeFlags } from '../../../src/launcher/child-specs';
 import {
   DOCKERFILE,
   healthPaths,
+  imageCommand,
   imageUser,
   KubernetesSchemas,
   kubernetesManifests,
@@ -148,7 +149,7 @@ describe('deploy/kubernetes/', () => {
   });
 
   it('the API pods run the image command with the V8 flags npm start gives its API processes', () => {
-    const command = JSON.parse(/^CMD (.+)$/m.exec(readFileSync(DOCKERFILE, 'utf8'))![1]!) as string[];
+    const command = imageCommand(readFileSync(DOCKERFILE, 'utf8'));
     const api = hcpContainer('api');
     expect(api.command).toBeUndefined();
     expect(api.args).toEqual([
