@@ -12,7 +12,7 @@ import { distribution, fileStamp, log, round } from '../lib/util';
 /*
  * The CPU a create costs at a fixed rate (issue #21):
  * `node scripts/ts-run.js bench/cost/write-cost.ts --side=base: --side=trial:--some-v8-flag`
- * (or `--side=semi12:HCP_API_SEMI_SPACE_MB=12`).
+ * (or `--side=semi16:HCP_API_SEMI_SPACE_MB=16`).
  *
  * HCP (the compiled build as `npm start` runs it: launcher, API process, worker+projections) gets creates
  * into one project at a fixed rate (an open loop: the same arrivals for every side), and the CPU of its

@@ -35,9 +35,10 @@ describe('configuration', () => {
     }
   });
 
-  it('refuses an API semi-space outside 1 to 64 MB', () => {
-    expect(loadConfig({ HCP_API_SEMI_SPACE_MB: '12' }).apiSemiSpaceMb).toBe(12);
-    for (const bad of ['0', '65', '4.5', 'big']) {
+  it('refuses an API semi-space V8 would not keep as given: outside 1 to 64 MB, or not a power of two', () => {
+    expect(loadConfig({}).apiSemiSpaceMb).toBe(8);
+    expect(loadConfig({ HCP_API_SEMI_SPACE_MB: '16' }).apiSemiSpaceMb).toBe(16);
+    for (const bad of ['0', '12', '65', '128', '4.5', 'big']) {
       expect(() => loadConfig({ HCP_API_SEMI_SPACE_MB: bad })).toThrow(/HCP_API_SEMI_SPACE_MB/);
     }
   });

@@ -56,11 +56,25 @@ describe('launcher child specs', () => {
     expect(apiEnv({ MALLOC_ARENA_MAX: '4' }).MALLOC_ARENA_MAX).toBe('4');
   });
 
-  it('gives API processes 4 MB semi-spaces unless HCP_API_SEMI_SPACE_MB says otherwise, and the worker V8 defaults', () => {
+  it('gives API processes 8 MB semi-spaces unless HCP_API_SEMI_SPACE_MB says otherwise, and the worker V8 defaults', () => {
     const specs = (env: NodeJS.ProcessEnv) => childSpecs(loadConfig(env), { shared: {}, connectionLimit: 97, env });
-    expect(specs({}).api[0]!.nodeFlags).toContain('--max-semi-space-size=4');
-    expect(specs({ HCP_API_SEMI_SPACE_MB: '12' }).api[0]!.nodeFlags).toContain('--max-semi-space-size=12');
-    expect(specs({ HCP_API_SEMI_SPACE_MB: '12' }).background.nodeFlags ?? []).toEqual([]);
+    expect(specs({}).api[0]!.nodeFlags).toContain('--max-semi-space-size=8');
+    expect(specs({ HCP_API_SEMI_SPACE_MB: '16' }).api[0]!.nodeFlags).toContain('--max-semi-space-size=16');
+    expect(specs({ HCP_API_SEMI_SPACE_MB: '16' }).background.nodeFlags ?? []).toEqual([]);
+  });
+
+  it('gives an API process the young generation its setting names, no larger', () => {
+    // Objects kept past a few scavenges make V8 grow the young generation to its largest.
+    const fill = `const v8 = require('v8'); let kept = [];
+      for (let i = 0; i < 3e6; i++) { kept.push({ i, s: 'x' + i }); if (kept.length > 2e5) kept = kept.slice(1e5); }
+      const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+      process.stdout.write(String(young.space_size / 1048576));`;
+    for (const size of ['4', '8']) {
+      const flags = apiNodeFlags(loadConfig({ HCP_API_SEMI_SPACE_MB: size }));
+      const run = spawnSync(process.execPath, [...flags, '-e', fill], { encoding: 'utf8' });
+      // Both halves: the semi-space in use and the one a scavenge copies into.
+      expect(Number(run.stdout)).toBe(2 * Number(size));
+    }
   });
 
   it('gives API processes only flags this Node accepts, allocation-site pretenuring off among them', () => {

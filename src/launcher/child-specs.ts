@@ -24,16 +24,16 @@ const BACKGROUND_WORKER_CONCURRENCY = '128';
 /**
  * V8 flags of an API process.
  *
- * The young generation (HCP_API_SEMI_SPACE_MB, 4 MB semi-spaces by default instead of V8's 16) is the
- * trade between memory and write throughput. Under reads, a larger one only holds pages: 4 MB kept the
- * peak RSS at 127-133 MB at 100,000 VMs, 8 MB at 133-142, 12 MB at 145-157, 16 MB at 142-156
- * (bench/memory/api-memory.ts, the twenty-fourth session; 136-142, 147-151, 163-170 and 165-173 before
- * pretenuring was off). Under creates, a request waits ~170 ms for its group commit (100 clients
- * at ~600 creates/s) holding ~50 KB, and the API allocates ~170 KB per create: with 4 MB semi-spaces that
- * state outlives two scavenges and is promoted, so garbage collection (scavenges copying it, then major
- * GCs marking it) is ~40 % of the API's CPU; from 12 MB up it mostly dies young, and closed-loop write
- * windows made 25-45 % more creates/s (a full bench run: the write row +4 %, its p99 -20 %, the burst of
- * 1,000 jobs +44 %; bench/README.md, the twenty-second session).
+ * The young generation (HCP_API_SEMI_SPACE_MB, 8 MB semi-spaces by default instead of V8's 16) is the
+ * trade between memory and write throughput. V8 rounds the size up to a power of two, so the setting takes
+ * only those. Under reads, a larger one only holds pages: peak RSS at 100,000 VMs was 127-133 MB at 4,
+ * 133-142 MB at 8 and 142-157 MB at 16 (bench/memory/api-memory.ts, the twenty-fourth and twenty-fifth
+ * sessions; the "12 MB" measured there ran as 16). Under creates, a request waits ~170 ms for its group
+ * commit (100 clients at ~600 creates/s) holding ~50 KB, and the API allocates ~150 KB per create: with 4 MB
+ * semi-spaces that state outlives two scavenges and is promoted, so garbage collection (scavenges copying
+ * it, then major GCs marking it) is ~40 % of the API's CPU. Closed-loop write windows made 7-10 % more
+ * creates/s at 8 than at 4 in each of three sessions, and 10-34 % more at 16 (bench/README.md, the
+ * twenty-second, twenty-fourth and twenty-fifth sessions); 16 breaks the 150 MB read target.
  *
  * The live heap of an API process is ~45 MB (mostly the code and source text of the ~2,800 modules it
  * loads), but V8's default growth factor (up to 4x the live heap after each major GC, with a multi-GB
