@@ -18,10 +18,10 @@ import { distribution, log, round, sleep, waitFor } from '../lib/util';
  * The jobs one at a time run first, after 50 creates, as they always have: a floor is measured on a
  * quiet system, and right after a burst the database and the projections still work through it (its
  * p50 rose by a third there). The burst that counts runs on a warm HCP, as the write row does: after
- * a warm-up of 10 clients for `warmupS` (the write row's until the twenty-sixth session). The same burst before that warm-up, on a process
- * that has served only those 100 jobs (the burst as measured until the nineteenth session), is a row of
- * its own: V8 has not compiled the hot paths yet, and it costs HCP's processes about half as much CPU
- * again (bench/README.md, the nineteenth session).
+ * a warm-up of 10 clients for `warmupS` (the write row's until the twenty-sixth session). The same
+ * burst before that warm-up, on a process that has served only those 100 jobs (the burst as measured
+ * until the nineteenth session), is a row of its own: V8 has not compiled the hot paths yet, and it
+ * costs HCP's processes about half as much CPU again (bench/README.md, the nineteenth session).
  */
 export async function jobOverhead(ctx: BenchContext): Promise<ScenarioResult> {
   const { sizes } = ctx;

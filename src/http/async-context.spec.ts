@@ -51,8 +51,8 @@ class EchoModule {}
 /**
  * A job-starting request passes Fastify's body parser and Nest's interceptors. Both keep the request's
  * async context; on Node 20 `AsyncResource.bind` also builds two deprecation wrappers per call, which
- * cost a create ~20 % of its throughput (bench/README.md). Fastify ≥ 5.12.6 and HCP's patch of Nest's
- * InterceptorsConsumer (patches/) keep the context without it.
+ * cost ~13 % of the creates per second (bench/README.md, the twenty-sixth session). Fastify ≥ 5.12.6
+ * and HCP's patch of Nest's InterceptorsConsumer (patches/) keep the context without it.
  */
 describe("the request pipeline's async context", () => {
   let app: NestFastifyApplication;
