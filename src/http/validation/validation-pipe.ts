@@ -23,7 +23,9 @@ export function strictValidationPipe(): ValidationPipe {
  * Nest's pipe with each class's rules compiled once (`compileRules`): a valid object is accepted without
  * class-validator's per-call metadata walk, which profiles of a create showed as most of its validation
  * cost. What the compiled rules cannot vouch for (an invalid object, a class they do not cover) goes to
- * class-validator as before, so the errors and the accepted inputs stay class-validator's.
+ * class-validator as before, so the errors and the accepted inputs stay class-validator's. Only their
+ * "valid" must never be wrong; their "invalid" may be stricter (class-validator's whitelist lets keys
+ * named like `Object.prototype`'s methods through), as class-validator then decides.
  */
 class CompiledValidationPipe extends ValidationPipe {
   private readonly rules = new Map<RuledClass, CompiledRules | undefined>();
