@@ -135,8 +135,16 @@ function bodies(accepted: Map<string, unknown[]>, seeds: unknown[]): fc.Arbitrar
   });
 }
 
-type Outcome = { accepted: object; prototype: object | null } | { refused: { code: string; details: unknown } };
+type Outcome =
+  | { accepted: object; prototype: object | null }
+  | { refused: { code: string; details: unknown } }
+  | { failed: string };
 
+/**
+ * What a pipe does with the value. A failure other than a refusal counts as an outcome too: e.g.
+ * class-transformer's `@Type(() => Number)` throws on `{ "toString": "" }` (a JSON body could send it; a
+ * query string cannot), and both pipes must do the same.
+ */
 async function outcome(
   pipe: ValidationPipe,
   dto: Dto,
@@ -147,8 +155,8 @@ async function outcome(
     const accepted = await pipe.transform(structuredClone(body), { type, metatype: dto });
     return { accepted, prototype: Object.getPrototypeOf(accepted) };
   } catch (error) {
-    if (!(error instanceof HcpError)) throw error;
-    return { refused: { code: error.code, details: error.details } };
+    if (error instanceof HcpError) return { refused: { code: error.code, details: error.details } };
+    return { failed: String(error) };
   }
 }
 
@@ -181,7 +189,8 @@ describe('strictValidationPipe', () => {
             seen['accepted' in expected ? 'accepted' : 'refused'] += 1;
           },
         ),
-        { numRuns: 200 },
+        // The counterexample a CI run found when failures other than refusals were not compared.
+        { numRuns: 200, examples: [[{ limit: { toString: '' } }, 'body']] },
       );
       // Both answers were exercised, so the comparison is not of refusals alone.
       expect(seen.accepted).toBeGreaterThan(0);
