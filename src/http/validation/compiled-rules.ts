@@ -38,8 +38,7 @@ export type RuledClass = abstract new (...args: never[]) => unknown;
  */
 export function compileRules(target: RuledClass): CompiledRules | undefined {
   const storage = getMetadataStorage();
-  // The arguments class-validator's executor passes for `validate(object, options)` without groups.
-  const metadatas = storage.getTargetValidationMetadatas(target, undefined as unknown as string, false, false);
+  const metadatas = rulesOf(target);
   if (metadatas.length === 0) return undefined;
   const byProperty = new Map<string, ValidationMetadata[]>();
   for (const metadata of metadatas) {
@@ -93,6 +92,11 @@ export function compileRules(target: RuledClass): CompiledRules | undefined {
     }
     return unsure ? undefined : true;
   };
+}
+
+/** A class's rules as class-validator's executor finds them for `validate(object, options)` without groups. */
+export function rulesOf(target: RuledClass): ValidationMetadata[] {
+  return getMetadataStorage().getTargetValidationMetadatas(target, undefined as unknown as string, false, false);
 }
 
 function passes(check: Check, object: object, value: unknown): boolean | undefined {

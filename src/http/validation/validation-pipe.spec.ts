@@ -6,6 +6,7 @@ import { getMetadataStorage } from 'class-validator';
 import * as fc from 'fast-check';
 import { HcpError } from '@hcp/domain';
 import { CreateVmDto } from '../../vms/vm.dto';
+import { rulesOf } from './compiled-rules';
 import { STRICT_VALIDATION, strictValidationPipe } from './validation-pipe';
 
 type Dto = new () => object;
@@ -24,10 +25,6 @@ function serviceDtos(): Dto[] {
     }
   }
   return [...classes];
-}
-
-function rulesOf(dto: Dto) {
-  return getMetadataStorage().getTargetValidationMetadatas(dto, undefined as unknown as string, false, false);
 }
 
 const SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlZYbNl7rMudkQn9R5hKhsnpmWCKkTr8PiDVkvtdFVY u@h';
@@ -92,22 +89,20 @@ async function acceptedSeeds(dto: Dto, seeds: unknown[]): Promise<Map<string, un
   for (const property of new Set(rulesOf(dto).map((rule) => rule.propertyName))) {
     const values: unknown[] = [];
     for (const value of [undefined, ...seeds]) {
-      const problems = await failures(reference, dto, value === undefined ? {} : { [property]: value });
-      if (!problems.includes(property)) values.push(value);
+      const result = await outcome(reference, dto, value === undefined ? {} : { [property]: value }, 'body');
+      if (!faults(result, property)) values.push(value);
     }
     accepted.set(property, values);
   }
   return accepted;
 }
 
-async function failures(pipe: ValidationPipe, dto: Dto, body: unknown): Promise<string[]> {
-  try {
-    await pipe.transform(body, { type: 'body', metatype: dto });
-    return [];
-  } catch (error) {
-    const fields = ((error as HcpError).details?.fields ?? []) as Array<{ field: string }>;
-    return fields.map((f) => f.field.split('.')[0]);
-  }
+/** Whether an outcome faults the property: a refusal naming it (or a field under it), or any other failure. */
+function faults(result: Outcome, property: string): boolean {
+  if ('accepted' in result) return false;
+  if ('failed' in result) return true;
+  const fields = (result.refused.details as { fields?: Array<{ field: string }> } | undefined)?.fields ?? [];
+  return fields.some((f) => f.field.split('.')[0] === property);
 }
 
 /** Bodies mostly made of accepted values, with wrong values, random JSON and unknown fields mixed in. */
